@@ -1,0 +1,39 @@
+# Quick start (a fresh machine with Python 3.11 and pip):
+#   make demo   — set up and compare generated multi-seed runs
+#   make test   — set up everything the tests need and run them
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.core: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard contrib/*/pyproject.toml)
+	$(BIN)/pip install -q -e ".[all,dev]"
+	for pkg in contrib/*/; do [ -f $$pkg/pyproject.toml ] && $(BIN)/pip install -q -e $$pkg --no-deps || true; done
+	bash scripts/install-test-deps.sh
+	touch $@ $(VENV)/.core
+
+demo: $(VENV)/.core
+	rm -rf demo-runs
+	$(BIN)/python -m rundiff_core.demo demo-runs
+	$(BIN)/rundiff diff demo-runs/exp-baseline/seed-0 demo-runs/exp-higher-lr/seed-0
+
+test: $(VENV)/.dev
+	$(BIN)/pytest -q -p no:cacheprovider tests $(wildcard contrib/*/tests)
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check rundiff_core adapters tests bench contrib
+
+bench: $(VENV)/.dev
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo-runs build *.egg-info

@@ -1,0 +1,218 @@
+"""Read a journal run directory's files into the core model (no tracker SDK needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rundiff_core.jsonl import read_jsonl
+from rundiff_core.model import RunEvent, empty_history
+from rundiff_core.yamlsafe import load_yaml_plain
+
+STEP_FIELDS = ("step", "_step", "global_step", "iteration", "iter")
+TIME_FIELDS = ("time", "wall_time", "timestamp", "_timestamp", "ts")
+KEY_FIELDS = ("key", "name", "metric")
+EVENT_KIND_FIELDS = ("event", "type", "kind")
+
+
+def _first(names: Sequence[str], available: Sequence[str]) -> str | None:
+    return next((n for n in names if n in available), None)
+
+
+def _arrow_numeric(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values as float64, present mask) for a numeric/bool Arrow column; None for text."""
+    t = col.type
+    if pa.types.is_boolean(t):
+        col = pc.cast(col, pa.int8())
+    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+        return None
+    present = pc.invert(pc.is_null(col)).to_numpy(zero_copy_only=False)
+    values = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+    return values, present
+
+
+def _py_numeric(rows: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    values = np.full(len(rows), np.nan)
+    present = np.zeros(len(rows), dtype=bool)
+    saw_number = False
+    for i, row in enumerate(rows):
+        v = row.get(key)
+        if isinstance(v, bool | int | float):
+            values[i] = float(v)
+            present[i] = True
+            saw_number = True
+    return (values, present) if saw_number else None
+
+
+def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Every point of metrics.jsonl (wide or long rows) as a canonical long frame, plus notes."""
+    res = read_jsonl(path, name=os.path.basename(path))
+    notes = list(res.notes)
+    if res.table is not None:
+        table = res.table
+        while any(pa.types.is_struct(f.type) for f in table.schema):
+            table = table.flatten()
+        names = table.column_names
+        nrows = table.num_rows
+        getter = lambda name: _arrow_numeric(table.column(name))  # noqa: E731
+        text = lambda name: table.column(name).to_pylist()  # noqa: E731
+    else:
+        rows = [_flatten_row(r) for r in (res.rows or [])]
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        nrows = len(rows)
+        getter = lambda name: _py_numeric(rows, name)  # noqa: E731
+        text = lambda name: [r.get(name) for r in rows]  # noqa: E731
+    if nrows == 0:
+        return empty_history(), notes
+    step_name = _first(STEP_FIELDS, names)
+    time_name = _first(TIME_FIELDS, names)
+    key_fields = [f for f in KEY_FIELDS if f in names]
+    key_name = key_fields[0] if key_fields else None
+    if step_name is None:
+        steps = np.arange(nrows, dtype="float64")
+        notes.append(f"{os.path.basename(path)}: no step field; row order used as step")
+    else:
+        got = getter(step_name)
+        steps = got[0] if got else np.arange(nrows, dtype="float64")
+    wall = getter(time_name)[0] if time_name and getter(time_name) else np.full(nrows, np.nan)
+
+    if key_name is not None and "value" in names:  # long rows
+        got = getter("value")
+        values, present = got if got else (np.full(nrows, np.nan), np.zeros(nrows, bool))
+        key_values = np.asarray(text(key_name), dtype=object)
+        for other in key_fields[1:]:  # rows may name their metric under `key` or `name`
+            missing = pd.isna(key_values)
+            if missing.any():
+                key_values[missing] = np.asarray(text(other), dtype=object)[missing]
+        keep = present & pd.notna(key_values)
+        frame = pd.DataFrame(
+            {
+                "step": steps[keep],
+                "key": key_values[keep].astype(str),
+                "value": values[keep],
+                "wall_time": wall[keep],
+            }
+        )
+        if keys is not None:
+            frame = frame[frame["key"].isin(list(keys))].reset_index(drop=True)
+        return frame, notes
+
+    reserved = {step_name, time_name}
+    metric_names = [n for n in names if n not in reserved]
+    if keys is not None:
+        wanted = set(keys)
+        metric_names = [n for n in metric_names if n in wanted]
+    cols, masks, kept, text_fields = [], [], [], []
+    for name in metric_names:
+        got = getter(name)
+        if got is None:
+            text_fields.append(name)
+            continue
+        cols.append(got[0])
+        masks.append(got[1])
+        kept.append(name)
+    if text_fields:
+        notes.append(f"{os.path.basename(path)}: non-numeric fields not loaded: {', '.join(text_fields[:8])}")
+    if not kept:
+        return empty_history(), notes
+    values = np.column_stack(cols).ravel()  # row-major: points stay in logged order
+    present = np.column_stack(masks).ravel()
+    ncols = len(kept)
+    codes = np.tile(np.arange(ncols, dtype=np.int32), nrows)[present]
+    frame = pd.DataFrame(
+        {
+            "step": np.repeat(steps, ncols)[present],
+            "key": pd.Categorical.from_codes(codes, categories=kept),
+            "value": values[present],
+            "wall_time": np.repeat(wall, ncols)[present],
+        }
+    )
+    return frame, notes
+
+
+def _flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        name = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            out.update(_flatten_row(v, name))
+        else:
+            out[name] = v
+    return out
+
+
+def read_events(path: str) -> tuple[list[RunEvent], list[str]]:
+    """events.jsonl rows → RunEvents; the kind comes from `event`, `type` or `kind`."""
+    res = read_jsonl(path, name=os.path.basename(path))
+    rows = res.to_pandas().to_dict("records") if res.table is not None else (res.rows or [])
+    events = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
+        kind_field = _first(EVENT_KIND_FIELDS, list(row))
+        kind = str(row.pop(kind_field)).lower() if kind_field else "unknown"
+        step = row.pop("step", None)
+        t = next((row.pop(f) for f in TIME_FIELDS if f in row), None)
+        events.append(
+            RunEvent(
+                kind=kind,
+                step=float(step) if isinstance(step, int | float) else None,
+                time=float(t) if isinstance(t, int | float) else None,
+                payload=row,
+            )
+        )
+    return events, list(res.notes)
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def read_yaml(path: str) -> tuple[dict[str, Any], list[str]]:
+    text = read_text(path)
+    if text is None:
+        return {}, []
+    try:
+        data = load_yaml_plain(text)
+    except Exception as exc:  # yaml.YAMLError and friends: degrade, never crash
+        return {}, [f"{os.path.basename(path)}: unreadable YAML ({type(exc).__name__}); config empty"]
+    return (data if isinstance(data, dict) else {"value": data}), []
+
+
+def read_json_object(path: str) -> tuple[dict[str, Any] | None, list[str]]:
+    text = read_text(path)
+    if text is None:
+        return None, []
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}, [f"{os.path.basename(path)}: not valid JSON; ignored"]
+    return (data if isinstance(data, dict) else {"value": data}), []
+
+
+def read_env(path: str) -> dict[str, str]:
+    """env.txt: KEY=VALUE lines (also `KEY: VALUE`); comments and blanks ignored."""
+    text = read_text(path)
+    env: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[7:]
+        for sep in ("=", ":"):
+            if sep in line:
+                k, v = line.split(sep, 1)
+                env[k.strip()] = v.strip().strip('"').strip("'")
+                break
+    return env

@@ -1,0 +1,130 @@
+"""JournalSource: one run directory, or an experiment folder of `seed-*` run directories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rundiff_core.address import Address
+from rundiff_core.errors import InputError, RunNotFoundError
+from rundiff_core.model import Run, RunRef, empty_history, filter_keys
+from rundiff_core.redact import redact
+from rundiff_core.source import BaseSource
+
+from . import find_run_dirs, is_run_dir
+from .reader import read_env, read_events, read_json_object, read_metrics, read_text, read_yaml
+
+CRASH_EVENTS = {"kill", "killed", "crash", "crashed", "oom", "error", "abort", "aborted"}
+
+
+def display_name(path: str) -> str:
+    """The full run name: the path relative to the working directory when inside it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+class JournalSource(BaseSource):
+    def __init__(self, address: Address) -> None:
+        super().__init__(address)
+        self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
+        if os.path.isfile(self.root) and os.path.basename(self.root) == "metrics.jsonl":
+            self.root = os.path.dirname(self.root)
+        if not os.path.exists(self.root):
+            raise InputError(
+                f"no such journal run directory: {address.locator}",
+                hint="give a run directory (config.yaml + metrics.jsonl) or a folder of them",
+            )
+
+    def list_runs(self) -> list[RunRef]:
+        return [
+            RunRef(run_id=os.path.relpath(d, self.root) if d != self.root else os.path.basename(d),
+                   address=f"journal:{d}", name=display_name(d))
+            for d in find_run_dirs(self.root)
+        ]
+
+    def _dir(self, ref: RunRef) -> str:
+        path = ref.address.split(":", 1)[1]
+        if not is_run_dir(path):
+            raise RunNotFoundError(f"no journal run at {path}")
+        return path
+
+    def load_run(self, ref: RunRef) -> Run:
+        path = self._dir(ref)
+        config, notes = read_yaml(os.path.join(path, "config.yaml"))
+        final, more = read_json_object(os.path.join(path, "final.json"))
+        notes += more
+        events, more = read_events(os.path.join(path, "events.jsonl")) if os.path.isfile(
+            os.path.join(path, "events.jsonl")) else ([], [])
+        notes += more
+        seed_text = read_text(os.path.join(path, "seed.txt"))
+        seed = _int_or_none(seed_text) if seed_text is not None else _seed_from_name(path)
+        if seed is None:
+            seed = _int_or_none(config.get("seed")) if isinstance(config, dict) else None
+        if not os.path.isfile(os.path.join(path, "config.yaml")):
+            notes.append("config.yaml missing: config diff unavailable for this run")
+        if not os.path.isfile(os.path.join(path, "metrics.jsonl")):
+            notes.append("metrics.jsonl missing: no metric history")
+        if final is None:
+            status = "running"
+            notes.append("no final.json: the run is still going or ended without writing it")
+        else:
+            status = str(final.get("status", "finished")).lower()
+            if status not in ("running", "finished", "crashed"):
+                status = "finished"
+        if any(e.kind in CRASH_EVENTS for e in events) and status != "finished":
+            status = "crashed"
+        configured_name = config.get("run_name") or config.get("name")
+        run = Run(
+            address=ref.address,
+            name=configured_name if isinstance(configured_name, str) else (ref.name or path),
+            run_id=ref.run_id,
+            adapter="journal",
+            config=redact(config),
+            summary=redact(final or {}),
+            status=status,
+            seed=seed,
+            git_sha=read_text(os.path.join(path, "git_sha.txt")) or None,
+            env=redact(read_env(os.path.join(path, "env.txt"))),
+            events=events,
+            fidelity=notes,
+            meta={"path": path},
+        )
+        return self.bind(run, ref)
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        path = os.path.join(self._dir(ref), "metrics.jsonl")
+        if not os.path.isfile(path):
+            return empty_history()
+        frame, notes = read_metrics(path, keys)
+        frame = filter_keys(frame, keys)
+        frame.attrs["fidelity"] = notes
+        return frame
+
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """The sibling `seed-*` run directories of a `seed-*` run: the arm's variance samples."""
+        path = self._dir(ref)
+        parent, base = os.path.split(path)
+        if not base.startswith("seed"):
+            return [ref]
+        siblings = sorted(
+            os.path.join(parent, d) for d in os.listdir(parent)
+            if d.startswith("seed") and is_run_dir(os.path.join(parent, d))
+        )
+        return [
+            RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
+            for d in siblings
+        ]
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _seed_from_name(path: str) -> int | None:
+    base = os.path.basename(path)
+    return _int_or_none(base.split("-", 1)[1]) if base.startswith("seed-") else None

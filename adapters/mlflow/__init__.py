@@ -1,0 +1,1 @@
+"""mlflow adapter (not yet implemented: registers nothing)."""

@@ -1,0 +1,1 @@
+"""neptune adapter (not yet implemented: registers nothing)."""

@@ -1,0 +1,1 @@
+"""parquet adapter (not yet implemented: registers nothing)."""

@@ -1,0 +1,1 @@
+"""tensorboard adapter (not yet implemented: registers nothing)."""

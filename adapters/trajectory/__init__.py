@@ -1,0 +1,1 @@
+"""trajectory adapter (not yet implemented: registers nothing)."""

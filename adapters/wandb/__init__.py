@@ -1,0 +1,1 @@
+"""wandb adapter (not yet implemented: registers nothing)."""

@@ -1,0 +1,32 @@
+"""`rundiff adapters` — every adapter, its schemes, priority, provider and install state."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..plugins import get_plugins
+from ..reporters import dumps, md_table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("adapters", help="list adapters in detection order")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plugins = get_plugins()
+    rows = plugins.registry.describe()
+    if args.format == "json":
+        print(dumps(rows))
+    else:
+        table = [
+            [r["name"], ", ".join(f"{s}:" for s in r["schemes"]), str(r["priority"]),
+             f"{r['package']} ({r['plugin']})",
+             "yes" if r["installed"] else f"no — {r['install_hint'] or 'missing ' + ', '.join(r['missing'])}"]
+            for r in rows
+        ]
+        print("\n".join(md_table(["adapter", "schemes", "priority", "provided by", "installed"], table)))
+    for err in plugins.errors:
+        print(f"plugin error: {err}")
+    return 0

@@ -1,0 +1,50 @@
+"""`rundiff detect [PATH]` — every claim with its reason, and the winner."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..detect import collect_claims, detect_project, sniff_path
+from ..errors import RundiffError
+from ..plugins import get_plugins
+from ..reporters import dumps
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("detect", help="show which adapter claims a path (or the project) and why")
+    p.add_argument("path", nargs="?", help="a path to sniff (default: project-level detection)")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plugins = get_plugins()
+    if args.path is None:
+        claims = detect_project(plugins=plugins)
+        rows = [{"adapter": s.name, "priority": s.priority, "reason": c.reason, "address": c.address}
+                for c, s in claims]
+        result = {"cwd": os.getcwd(), "claims": rows, "winner": rows[0] if rows else None}
+        if args.format == "json":
+            print(dumps(result))
+        else:
+            for r in rows:
+                print(f"claim: {r['adapter']} (priority {r['priority']}): {r['reason']} → {r['address']}")
+            print(f"winner: {rows[0]['adapter']} → {rows[0]['address']}" if rows else
+                  "winner: none — no tracker found here; tell rundiff where the metrics live "
+                  "(e.g. `rundiff ls runs/` or `rundiff ls wandb:ENTITY/PROJECT`)")
+        return 0 if rows else 2
+    claims = collect_claims(args.path, plugins)
+    rows = [{"adapter": c.spec.name, "priority": c.spec.priority, "reason": c.claim.reason} for c in claims]
+    winner, error = None, None
+    try:
+        winner = sniff_path(args.path, plugins).spec.name
+    except RundiffError as exc:
+        error = str(exc)
+    if args.format == "json":
+        print(dumps({"path": args.path, "claims": rows, "winner": winner, "error": error}))
+    else:
+        for r in rows:
+            print(f"claim: {r['adapter']} (priority {r['priority']}): {r['reason']}")
+        print(f"winner: {winner}" if winner else f"winner: none — {error}")
+    return 0 if winner else 2

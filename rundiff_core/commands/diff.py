@@ -1,0 +1,36 @@
+"""`rundiff diff A B` — the decision-grade runs-diff."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..arms import load_arm
+from ..diff import run_diff
+from ..reporters import dumps
+from ..reporters.diff_md import render_diff_markdown
+from ..stats import STATISTICS
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="decision-grade diff of two runs (config, headline, seeds, verdict)")
+    p.add_argument("a", metavar="A", help="address of run A (e.g. runs/exp-a/seed-0, journal:PATH)")
+    p.add_argument("b", metavar="B", help="address of run B")
+    p.add_argument("--metric", default="loss", help="headline metric (default: loss)")
+    p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
+    p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
+    p.add_argument("--all-keys", action="store_true", help="list every changed config key")
+    p.add_argument("--no-seeds", action="store_true", help="ignore sibling seed-* runs")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--precision", type=int, default=4)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    a = load_arm(args.a, siblings=not args.no_seeds)
+    b = load_arm(args.b, siblings=not args.no_seeds)
+    result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)
+    if args.format == "json":
+        print(dumps(result.to_dict()))
+    else:
+        print(render_diff_markdown(result, args.precision), end="")
+    return 0

@@ -1,0 +1,55 @@
+"""`rundiff ls SRC…` — runs, keys, point counts, step ranges and fidelity notes."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..reporters import dumps, fmt_step
+from ..resolve import default_addresses, load_runs
+
+
+def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "address": run.address,
+        "name": run.name,
+        "run_id": run.run_id,
+        "adapter": run.adapter,
+        "status": run.status,
+        "seed": run.seed,
+    }
+    if with_points:
+        h = run.history()
+        keys = []
+        if len(h):
+            g = h.groupby("key", observed=True, sort=True)["step"].agg(["count", "min", "max"])
+            for key, rec in g.iterrows():
+                keys.append({"key": str(key), "points": int(rec["count"]),
+                             "first_step": float(rec["min"]), "last_step": float(rec["max"])})
+        row["keys"] = keys
+        row["points"] = int(len(h))
+    row["fidelity"] = list(run.fidelity)
+    return row
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ls", help="list runs with their keys, point counts and step ranges")
+    p.add_argument("sources", nargs="*", metavar="SRC", help="addresses (default: detect the project)")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--no-points", action="store_true", help="skip loading histories")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sources = args.sources or default_addresses()
+    rows = [summarize(r, not args.no_points) for src in sources for r in load_runs(src)]
+    if args.format == "json":
+        print(dumps(rows))
+        return 0
+    for row in rows:
+        print(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
+        for k in row.get("keys", []):
+            print(f"  {k['key']}: {k['points']} points, steps {fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}")
+        for note in row["fidelity"]:
+            print(f"  note: {note}")
+    return 0

@@ -1,0 +1,20 @@
+"""`rundiff plugins [--all]` — loaded plugins as JSON: name, version, hooks, adapters."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..plugins import get_plugins
+from ..reporters import dumps
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plugins", help="list installed plugins (JSON); --all includes built-ins")
+    p.add_argument("--all", action="store_true", help="include built-in plugins")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plugins = get_plugins()
+    print(dumps({"plugins": plugins.describe(all_plugins=args.all), "errors": plugins.errors}))
+    return 0

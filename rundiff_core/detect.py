@@ -1,0 +1,84 @@
+"""Which adapter owns a bare path, and which tracker a project logs to.
+
+Detection order is data, not call order: every claim is collected and ranked by the claiming
+adapter's declared `priority` (lower first), then name. A tie at the best priority between
+different adapters is an ambiguous-source error. See docs/addresses.md for the table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import AmbiguousSourceError, InputError, UnrecognizedSourceError
+from .plugins import Plugins, get_plugins
+from .registry import AdapterSpec, Claim, ProjectClaim
+
+
+@dataclass(frozen=True)
+class RankedClaim:
+    claim: Claim
+    spec: AdapterSpec
+
+    @property
+    def rank(self) -> tuple[int, str]:
+        return (self.spec.priority, self.spec.name)
+
+
+def collect_claims(path: str, plugins: Plugins | None = None) -> list[RankedClaim]:
+    """Every adapter's claim on `path`, best first."""
+    plugins = plugins or get_plugins()
+    ranked: list[RankedClaim] = []
+    for plugin_name, result in plugins.call_each("rundiff_sniff_path", path=path):
+        for claim in result if isinstance(result, list | tuple) else [result]:
+            spec = plugins.registry.by_name(claim.adapter)
+            if spec is None:
+                plugins.errors.append(
+                    f"plugin '{plugin_name}' claimed {path} for unknown adapter '{claim.adapter}'"
+                )
+                continue
+            ranked.append(RankedClaim(claim, spec))
+    return sorted(ranked, key=lambda r: r.rank)
+
+
+def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
+    """The winning claim on an existing bare path, or a clear error."""
+    plugins = plugins or get_plugins()
+    if not os.path.exists(path):
+        raise InputError(
+            f"no such file or directory: {path}",
+            hint="check the path, or give an address such as journal:PATH or wandb:ENTITY/PROJECT/ID",
+        )
+    claims = collect_claims(path, plugins)
+    if not claims:
+        raise UnrecognizedSourceError(
+            f"no adapter recognises {path}",
+            hint="give a scheme explicitly; known schemes: "
+            + ", ".join(f"{s}:" for s in plugins.registry.schemes),
+        )
+    best = claims[0]
+    tied = [c for c in claims if c.spec.priority == best.spec.priority and c.spec is not best.spec]
+    if tied:
+        listing = "; ".join(f"{c.spec.name} ({c.claim.reason})" for c in [best, *tied])
+        raise AmbiguousSourceError(
+            f"ambiguous source {path}: claimed by {listing}",
+            hint="prefix the path with a scheme, e.g. "
+            + " or ".join(f"{c.spec.schemes[0]}:{path}" for c in [best, *tied]),
+        )
+    return best
+
+
+def detect_project(
+    cwd: str | None = None, environ: dict[str, str] | None = None, plugins: Plugins | None = None
+) -> list[tuple[ProjectClaim, AdapterSpec]]:
+    """Project-level claims (no address given), best first."""
+    plugins = plugins or get_plugins()
+    cwd = cwd or os.getcwd()
+    environ = dict(os.environ if environ is None else environ)
+    out: list[tuple[ProjectClaim, AdapterSpec]] = []
+    for _plugin, result in plugins.call_each("rundiff_detect_project", cwd=cwd, environ=environ):
+        for claim in result if isinstance(result, list | tuple) else [result]:
+            spec = plugins.registry.by_name(claim.adapter)
+            if spec is not None:
+                out.append((claim, spec))
+    return sorted(out, key=lambda cs: (cs[1].priority, cs[1].name))

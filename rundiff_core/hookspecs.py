@@ -1,0 +1,64 @@
+"""The hooks rundiff asks plugins. Hook docstrings are the reference (docs/plugins/hooks.md).
+
+Hooks decide *who*; the `RunSource` objects an adapter registers do the work. Call every hook with
+keyword arguments only; parameters are added, never renamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+PROJECT = "rundiff"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def rundiff_register_adapters(register: Callable[[Any], None]) -> None:
+    """Register this plugin's adapters.
+
+    Called once when the plugin manager loads. Call `register(AdapterSpec(...))` once per adapter;
+    `register` validates on the spot and raises `PluginError` for a scheme another adapter owns.
+    Return value is ignored. Must not import a tracker SDK (name the source class by dotted path).
+    """
+
+
+@hookspec
+def rundiff_sniff_path(path: str) -> Any:
+    """Say whether this plugin's adapter recognises a bare path.
+
+    Called for every bare path the user gives without a scheme. Return a `Claim(adapter, reason)`,
+    a list of them, or None when the path is not yours. Read a few KiB at most, never write, never
+    import a tracker SDK. All claims are collected and ranked by the adapters' priorities.
+    """
+
+
+@hookspec(firstresult=True)
+def rundiff_parse_address(raw: str) -> Any:
+    """Claim an address that has no registered scheme (a URL, say).
+
+    Called only when the raw address's scheme is not registered. Return an `Address` whose
+    `scheme` is a registered one, or None to pass. The first non-None answer wins.
+    """
+
+
+@hookspec
+def rundiff_detect_project(cwd: str, environ: dict[str, str]) -> Any:
+    """Say whether the current project logs to this plugin's tracker (no address given).
+
+    Called by project-level detection (`rundiff detect` with no path, commands with no address).
+    Return a `ProjectClaim(adapter, reason, address)` or list of them, or None. Look only at `cwd`
+    and `environ`; no network.
+    """
+
+
+@hookspec
+def rundiff_secret_patterns() -> Any:
+    """Extra key-name regexes whose values must be redacted in every output.
+
+    Return a list of regex strings (matched case-insensitively against flattened key names), or
+    None. Called once per process.
+    """

@@ -1,0 +1,175 @@
+"""The data model every adapter fills and every engine reads.
+
+A `Run` is metadata plus a lazy history. History is always long form — one row per logged point,
+columns `step` (float64, so decimal and non-integer steps survive), `key`, `value` (float64, NaN and
+±inf kept as logged) and `wall_time` (float64 Unix seconds, NaN when the tracker kept none) — in the
+order the points were logged. Duplicate steps and restarts stay as rows; adapters describe them in
+`Run.fidelity`. This one shape is what fleet export writes, so any run from any backend exports
+to one table (`run_uid`, key, step, value, wall_time) plus a runs table built from `Run.to_record()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HISTORY_COLUMNS = ("step", "key", "value", "wall_time")
+
+STATUSES = ("running", "finished", "crashed", "unknown")
+
+
+def empty_history() -> pd.DataFrame:
+    """A history frame with no rows and the canonical dtypes."""
+    return pd.DataFrame(
+        {
+            "step": pd.Series([], dtype="float64"),
+            "key": pd.Series([], dtype="object"),
+            "value": pd.Series([], dtype="float64"),
+            "wall_time": pd.Series([], dtype="float64"),
+        }
+    )
+
+
+def make_history(
+    step: Sequence[float] | np.ndarray,
+    key: Sequence[str] | np.ndarray | pd.Categorical,
+    value: Sequence[float] | np.ndarray,
+    wall_time: Sequence[float] | np.ndarray | None = None,
+) -> pd.DataFrame:
+    """Build a canonical history frame from column arrays (vectorised; no per-point objects)."""
+    step_arr = np.asarray(step, dtype="float64")
+    n = len(step_arr)
+    wt = np.full(n, np.nan) if wall_time is None else np.asarray(wall_time, dtype="float64")
+    return pd.DataFrame(
+        {
+            "step": step_arr,
+            "key": key if isinstance(key, pd.Categorical) else np.asarray(key, dtype=object),
+            "value": np.asarray(value, dtype="float64"),
+            "wall_time": wt,
+        }
+    )
+
+
+def filter_keys(history: pd.DataFrame, keys: Iterable[str] | None) -> pd.DataFrame:
+    """Rows of `history` whose key is in `keys` (all rows when keys is None)."""
+    if keys is None:
+        return history
+    wanted = list(keys)
+    return history[history["key"].isin(wanted)].reset_index(drop=True)
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dict[str, Any]:
+    """Flatten nested mappings to dotted keys; lists stay values."""
+    out: dict[str, Any] = {}
+    for k, v in mapping.items():
+        name = f"{prefix}{sep}{k}" if prefix else str(k)
+        if isinstance(v, Mapping) and v:
+            out.update(flatten(v, name, sep))
+        else:
+            out[name] = v
+    return out
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something that happened to a run besides a metric: resume, rollback, kill, OOM, restart."""
+
+    kind: str
+    step: float | None = None
+    time: float | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Enough to name a run inside a source before loading it."""
+
+    run_id: str
+    address: str
+    name: str | None = None
+
+
+@dataclass
+class Run:
+    """One run from any backend; `history()` loads points lazily and only for the keys asked."""
+
+    address: str
+    name: str
+    run_id: str
+    adapter: str
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    status: str = "unknown"
+    seed: int | None = None
+    git_sha: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    events: list[RunEvent] = field(default_factory=list)
+    fidelity: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    loader: Callable[[Sequence[str] | None], pd.DataFrame] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _cache: dict[tuple[str, ...] | None, pd.DataFrame] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @property
+    def uid(self) -> str:
+        """Stable id across sessions: a hash of the canonical address."""
+        return hashlib.sha1(self.address.encode()).hexdigest()[:16]
+
+    @property
+    def flat_config(self) -> dict[str, Any]:
+        return flatten(self.config)
+
+    def history(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """Every logged point for `keys` (all keys when None), never sampled."""
+        wanted = None if keys is None else tuple(sorted(set(keys)))
+        if None in self._cache:
+            return filter_keys(self._cache[None], wanted)
+        if wanted not in self._cache:
+            frame = empty_history() if self.loader is None else self.loader(wanted)
+            for text in frame.attrs.pop("fidelity", None) or ():
+                self.note(text)
+            self._cache[wanted] = frame
+        return self._cache[wanted]
+
+    def metric_keys(self) -> list[str]:
+        """Names of the logged metrics (loads the full history once)."""
+        h = self.history()
+        return sorted(pd.unique(h["key"]).tolist())
+
+    def note(self, text: str) -> None:
+        """Record a fidelity note once (what was skipped, merged or could not be read)."""
+        if text not in self.fidelity:
+            self.fidelity.append(text)
+
+    def events_of(self, kind: str) -> list[RunEvent]:
+        return [e for e in self.events if e.kind == kind]
+
+    def to_record(self) -> dict[str, Any]:
+        """The run as a plain mapping (no history): the row shape of a runs table."""
+        return {
+            "run_uid": self.uid,
+            "address": self.address,
+            "adapter": self.adapter,
+            "run_id": self.run_id,
+            "name": self.name,
+            "status": self.status,
+            "seed": self.seed,
+            "git_sha": self.git_sha,
+            "config": self.config,
+            "summary": self.summary,
+            "env": self.env,
+            "events": [
+                {"kind": e.kind, "step": e.step, "time": e.time, "payload": dict(e.payload)}
+                for e in self.events
+            ],
+            "fidelity": list(self.fidelity),
+            "meta": self.meta,
+        }

@@ -1,0 +1,82 @@
+"""Redact secrets from every value rundiff prints or writes.
+
+A value is a secret when its (flattened) key name matches a secret pattern, or when it is a URL
+carrying a password. Plugins add patterns through `rundiff_secret_patterns`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+REDACTED = "***REDACTED***"
+
+SECRET_KEY_PATTERNS: tuple[str, ...] = (
+    r"api[_-]?key",
+    r"apikey",
+    r"(?<![a-z])token(?![a-z])",  # hf_token, TOKEN — not max_tokens or tokenizer
+    r"secret",
+    r"passw(or)?d",
+    r"passwd",
+    r"credential",
+    r"private[_-]?key",
+    r"access[_-]?key",
+    r"(?<![a-z])auth(?![a-z])",  # auth, http_auth — not author
+    r"session[_-]?key",
+    r"bearer",
+    r"cookie",
+)
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
+_INLINE_SECRET = re.compile(
+    r"(?i)\b(?P<key>[A-Z0-9_]*(?:API_KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)"
+    r"(?P<sep>\s*[=:]\s*)(?P<val>[^\s,;'\"]+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+@lru_cache(maxsize=1)
+def _plugin_patterns() -> tuple[str, ...]:
+    try:
+        from .plugins import get_plugins
+
+        extra: list[str] = []
+        for _name, result in get_plugins().call_each("rundiff_secret_patterns"):
+            extra.extend(result)
+        return tuple(extra)
+    except Exception:  # redaction must never fail because a plugin did
+        return ()
+
+
+@lru_cache(maxsize=8)
+def _compiled(extra: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in SECRET_KEY_PATTERNS + extra), re.I)
+
+
+def is_secret_key(key: str, extra: Iterable[str] = ()) -> bool:
+    """True when a key name (any nesting, e.g. `wandb.api_key`) names a secret."""
+    return bool(_compiled(tuple(extra) + _plugin_patterns()).search(str(key)))
+
+
+def redact_text(text: str) -> str:
+    """Scrub secrets embedded in free text: URL passwords, KEY=value pairs, bearer tokens."""
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
+    text = _INLINE_SECRET.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """A deep copy of `value` with secret-named entries and embedded secrets replaced."""
+    if key and is_secret_key(key) and value not in (None, "", {}, []):
+        if isinstance(value, Mapping):
+            return {k: redact(v, f"{key}.{k}") for k, v in value.items()}
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {k: redact(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact(v, key) for v in value)
+    if isinstance(value, str):
+        return redact_text(value)
+    return value

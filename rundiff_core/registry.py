@@ -1,0 +1,152 @@
+"""Adapter specs and the registry that validates them and imports their sources lazily."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MissingDependencyError, PluginError
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """What a plugin tells rundiff about one adapter.
+
+    `source` is a dotted path `"package.module:Class"`, imported on first use so that loading
+    plugins imports no tracker SDK. `priority` ranks sniffing claims (lower wins; containers
+    before what they may contain). `requires` lists import names of optional packages;
+    `install_hint` is what to tell a user who lacks them.
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    source: str
+    priority: int = 50
+    requires: tuple[str, ...] = ()
+    install_hint: str | None = None
+    summary: str = ""
+    plugin: str = field(default="", compare=False)
+    package: str = field(default="", compare=False)
+
+    def missing_requirements(self) -> list[str]:
+        """Import names from `requires` that are not installed (checked without importing)."""
+        missing = []
+        for mod in self.requires:
+            try:
+                if importlib.util.find_spec(mod) is None:
+                    missing.append(mod)
+            except (ImportError, ValueError):
+                missing.append(mod)
+        return missing
+
+    def load_source_class(self) -> type:
+        """Import the source class, translating a missing optional package into a clear error."""
+        module_name, _, attr = self.source.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").split(".")[0]
+            if top in {r.split(".")[0] for r in self.requires}:
+                raise MissingDependencyError(
+                    f"the {self.name} adapter needs the '{top}' package",
+                    hint=self.install_hint or f"pip install {top}",
+                ) from exc
+            raise
+        return getattr(module, attr)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An adapter's claim on a bare path, with the reason shown by `rundiff detect`."""
+
+    adapter: str
+    reason: str
+    locator: str | None = None  # the path the adapter wants opened, when not the given one
+
+
+@dataclass(frozen=True)
+class ProjectClaim:
+    """An adapter's claim that the current project logs to its tracker."""
+
+    adapter: str
+    reason: str
+    address: str | None = None
+
+
+class AdapterRegistry:
+    """Adapters by name and scheme; refuses a scheme two adapters want."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, AdapterSpec] = {}
+        self._by_scheme: dict[str, AdapterSpec] = {}
+
+    def register(self, spec: AdapterSpec) -> None:
+        if not isinstance(spec, AdapterSpec):
+            raise PluginError(
+                f"plugin {spec!r} registered something that is not an AdapterSpec",
+                hint="call register(AdapterSpec(...)) from rundiff_register_adapters",
+            )
+        if spec.name in self._by_name:
+            other = self._by_name[spec.name]
+            raise PluginError(
+                f"plugin '{spec.plugin}' registers adapter name '{spec.name}', already registered "
+                f"by plugin '{other.plugin}'",
+                hint="rename the adapter, or disable one plugin with RUNDIFF_DISABLE_PLUGINS",
+            )
+        for scheme in spec.schemes:
+            if scheme in self._by_scheme:
+                other = self._by_scheme[scheme]
+                raise PluginError(
+                    f"plugin '{spec.plugin}' registers scheme '{scheme}:', already taken by "
+                    f"adapter '{other.name}' from plugin '{other.plugin}'",
+                    hint="choose another scheme, or disable one plugin with RUNDIFF_DISABLE_PLUGINS",
+                )
+        self._by_name[spec.name] = spec
+        for scheme in spec.schemes:
+            self._by_scheme[scheme] = spec
+
+    def unregister_plugin(self, plugin: str) -> None:
+        """Drop every adapter a plugin registered (used when a plugin fails half-way)."""
+        for name in [n for n, s in self._by_name.items() if s.plugin == plugin]:
+            spec = self._by_name.pop(name)
+            for scheme in spec.schemes:
+                self._by_scheme.pop(scheme, None)
+
+    def by_scheme(self, scheme: str) -> AdapterSpec | None:
+        return self._by_scheme.get(scheme)
+
+    def by_name(self, name: str) -> AdapterSpec | None:
+        return self._by_name.get(name)
+
+    @property
+    def schemes(self) -> list[str]:
+        return sorted(self._by_scheme)
+
+    def __iter__(self) -> Iterable[AdapterSpec]:
+        return iter(sorted(self._by_name.values(), key=lambda s: (s.priority, s.name)))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One row per adapter, in detection order, for `rundiff adapters`."""
+        rows = []
+        for spec in self:
+            missing = spec.missing_requirements()
+            rows.append(
+                {
+                    "name": spec.name,
+                    "schemes": list(spec.schemes),
+                    "priority": spec.priority,
+                    "plugin": spec.plugin,
+                    "package": spec.package,
+                    "installed": not missing,
+                    "missing": missing,
+                    "install_hint": spec.install_hint if missing else None,
+                    "summary": spec.summary,
+                }
+            )
+        return rows

@@ -1,0 +1,90 @@
+"""The runs-diff Markdown report: one screen (≤ ~50 lines), fixed sections, verdict last."""
+
+from __future__ import annotations
+
+import math
+
+from ..diff import DiffResult
+from ..redact import redact
+from . import fmt, fmt_delta, fmt_step, md_table
+
+MAX_SPIKES_SHOWN = 6
+
+
+def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
+    out: list[str] = [f"# Runs diff: {r.a_name} vs {r.b_name}", ""]
+    out.append(f"A = {r.a_address}  ")
+    out.append(f"B = {r.b_address}")
+    if r.warnings:
+        out.append("")
+        shown = r.warnings[:4]
+        out += [f"> warning: {w}" for w in shown]
+        if len(r.warnings) > len(shown):
+            out.append(f"> … {len(r.warnings) - len(shown)} more warnings (--format json lists all)")
+    out += ["", "## Config diff"]
+    if not r.config_total:
+        out.append("identical")
+    else:
+        if r.config_collapsed:
+            out.append(f"{r.config_total} keys changed; top 5 (use --all-keys for all):")
+        for c in r.config_changes:
+            old, new = redact(c.old, c.key), redact(c.new, c.key)
+            if c.change == "added":
+                out.append(f"- `{c.key}`: (absent) → {new!r}")
+            elif c.change == "removed":
+                out.append(f"- `{c.key}`: {old!r} → (absent)")
+            else:
+                out.append(f"- `{c.key}`: {old!r} → {new!r}")
+    out += ["", f"## Headline metric: {r.metric} (goal: {r.goal})"]
+    if r.headline_unavailable or r.headline_a is None or r.headline_b is None:
+        out.append(r.headline_unavailable or "unavailable")
+    else:
+        a, b = r.headline_a, r.headline_b
+        rows = [
+            ["final (step)", f"{fmt(a['final'], precision)} ({fmt_step(a['final_step'])})",
+             f"{fmt(b['final'], precision)} ({fmt_step(b['final_step'])})",
+             fmt_delta(b["final"] - a["final"], precision)],
+            ["best (step)", f"{fmt(a['best'], precision)} ({fmt_step(a['best_step'])})",
+             f"{fmt(b['best'], precision)} ({fmt_step(b['best_step'])})",
+             fmt_delta(b["best"] - a["best"], precision)],
+            ["last-10%-mean", fmt(a["last10_mean"], precision), fmt(b["last10_mean"], precision),
+             fmt_delta(b["last10_mean"] - a["last10_mean"], precision)],
+        ]
+        out += md_table(["metric", "A", "B", "Δ (B − A)"], rows)
+    out += ["", "## Stability"]
+    st = r.stability
+    for label in ("A", "B"):
+        g = st["grad_norm"].get(label, {})
+        if not g.get("key"):
+            out.append(f"- grad-norm {label}: not logged")
+            continue
+        spikes = g["spikes"]
+        if spikes:
+            steps = ", ".join(fmt_step(s["step"]) for s in spikes[:MAX_SPIKES_SHOWN])
+            more = f" (+{len(spikes) - MAX_SPIKES_SHOWN} more)" if len(spikes) > MAX_SPIKES_SHOWN else ""
+            out.append(f"- grad-norm {label} (`{g['key']}`): {len(spikes)} spike(s) at step {steps}{more}")
+        else:
+            out.append(f"- grad-norm {label} (`{g['key']}`): no spikes in {g['points']} points")
+    out.append(f"- lr schedule: {st['lr']}")
+    ea, eb = st["events"]["A"], st["events"]["B"]
+    out.append(
+        "- events: A " + ", ".join(f"{k} {v}" for k, v in ea.items())
+        + "; B " + ", ".join(f"{k} {v}" for k, v in eb.items())
+    )
+    out += [f"- **{flag}**" for flag in st["flags"]]
+    out += ["", f"## Variance ({r.statistic} per seed)"]
+    if r.variance_a is None or r.variance_b is None:
+        out.append("unavailable")
+    else:
+        for label, v in (("A", r.variance_a), ("B", r.variance_b)):
+            out.append(f"- {label}: N={v.n}, mean={fmt(v.mean, precision)}, σ={fmt(v.std, precision)}")
+        out.append(f"- pooled σ: {fmt(r.pooled_sigma, precision)}")
+        out.append(f"- |Δ|: {fmt(r.abs_delta, precision)}")
+        inside = "—" if r.outside_2sigma is None else ("outside" if r.outside_2sigma else "inside")
+        two_sigma = 2 * r.pooled_sigma if math.isfinite(r.pooled_sigma) else math.nan
+        out.append(f"- |Δ| vs 2σ ({fmt(two_sigma, precision)}): {inside}")
+    out += ["", "## Verdict"]
+    if r.verdict_note:
+        out.append(f"_{r.verdict_note}_  ")
+    out.append(r.verdict)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,85 @@
+"""Turn what the user typed into open RunSources and loaded Runs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .address import Address, parse_address
+from .detect import detect_project, sniff_path
+from .errors import AddressError, InputError, UsageError
+from .model import Run
+from .plugins import Plugins, get_plugins
+from .registry import AdapterSpec
+from .source import RunSource
+
+
+def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
+    """Open the source an address names: registered scheme first, then hooks, then sniffing."""
+    plugins = plugins or get_plugins()
+    address = parse_address(raw)
+    spec: AdapterSpec | None = None
+    if address.scheme is not None:
+        spec = plugins.registry.by_scheme(address.scheme)
+        if spec is None:
+            claimed = plugins.pm.hook.rundiff_parse_address(raw=raw)
+            if claimed is not None:
+                address = claimed
+                spec = plugins.registry.by_scheme(address.scheme)
+            elif os.path.exists(raw):
+                address = Address(raw, None, raw)
+            else:
+                raise AddressError(
+                    f"unknown scheme '{address.scheme}:' in '{raw}'",
+                    hint="known schemes: "
+                    + ", ".join(f"{s}:" for s in plugins.registry.schemes)
+                    + " (or a path to sniff)",
+                )
+    if spec is None:
+        winner = sniff_path(address.locator, plugins)
+        spec = winner.spec
+        locator = winner.claim.locator or address.locator
+        address = Address(f"{spec.schemes[0]}:{locator}", spec.schemes[0], locator)
+    source_cls = spec.load_source_class()
+    return source_cls(address)
+
+
+def load_runs(raw: str, plugins: Plugins | None = None) -> list[Run]:
+    """Every run an address names, metadata loaded, histories lazy."""
+    source = open_source(raw, plugins)
+    refs = source.list_runs()
+    if not refs:
+        raise InputError(f"{raw} names no runs", hint="run `rundiff ls` on the parent to see what is there")
+    return [source.load_run(ref) for ref in refs]
+
+
+def load_run(raw: str, plugins: Plugins | None = None) -> Run:
+    """Exactly one run; a collection address is a usage error listing what it holds."""
+    runs = load_runs(raw, plugins)
+    if len(runs) > 1:
+        names = ", ".join(r.address for r in runs[:5])
+        raise UsageError(
+            f"{raw} names {len(runs)} runs ({names}{', …' if len(runs) > 5 else ''})",
+            hint="address one run",
+        )
+    return runs[0]
+
+
+def default_addresses(plugins: Plugins | None = None) -> list[str]:
+    """Addresses from project-level detection when the user gave none."""
+    claims = detect_project(plugins=plugins)
+    for claim, _spec in claims:
+        if claim.address:
+            return [claim.address]
+    raise UsageError(
+        "no address given and no tracker found in this project",
+        hint="tell rundiff where the metrics live, e.g. `rundiff ls runs/` or "
+        "`rundiff ls wandb:ENTITY/PROJECT`; `rundiff detect` shows what was checked",
+    )
+
+
+def load_many(addresses: Iterable[str], plugins: Plugins | None = None) -> list[Run]:
+    runs: list[Run] = []
+    for raw in addresses:
+        runs.extend(load_runs(raw, plugins))
+    return runs

@@ -1,0 +1,286 @@
+"""rundiff's test kit for adapter authors: `pytest_plugins = ["rundiff_core.testing"]`.
+
+- `AdapterContract`: subclass it in your adapter's tests and provide a `written_run` fixture that
+  writes a REAL run with the real client or format and returns a `WrittenRun`. The contract checks
+  sniffing, listing, full histories (value by value, steps and times), config/summary round-trips,
+  read-only access, corrupt input and unknown run ids. One bar for every adapter.
+- `isolated_plugins` fixture and `registered_plugin(...)` context manager.
+- `InMemorySource` / `memory_run(...)` to test engines and reporters without files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .address import Address
+from .errors import RundiffError
+from .model import Run, RunRef, empty_history, filter_keys, flatten, make_history
+from .plugins import Plugins, get_plugins, set_plugins
+from .source import BaseSource
+
+__all__ = [
+    "AdapterContract",
+    "InMemorySource",
+    "WrittenRun",
+    "assert_history_equal",
+    "hash_tree",
+    "isolated_plugins",
+    "memory_run",
+    "registered_plugin",
+]
+
+
+# -- read-only proof ----------------------------------------------------------------------------
+def hash_tree(path: str | os.PathLike[str]) -> dict[str, str]:
+    """sha256 of every file under `path` (or of the file itself), keyed by relative path."""
+    path = os.fspath(path)
+    out: dict[str, str] = {}
+    files = [path] if os.path.isfile(path) else [
+        os.path.join(d, f) for d, _dirs, fs in os.walk(path) for f in fs
+    ]
+    for f in sorted(files):
+        with open(f, "rb") as fh:
+            out[os.path.relpath(f, path) if f != path else os.path.basename(f)] = hashlib.sha256(
+                fh.read()
+            ).hexdigest()
+    if os.path.isdir(path):
+        for d, dirs, _fs in os.walk(path):
+            for name in dirs:
+                out.setdefault(os.path.relpath(os.path.join(d, name), path) + "/", "dir")
+    return out
+
+
+# -- plugins ------------------------------------------------------------------------------------
+@pytest.fixture
+def isolated_plugins() -> Iterator[Plugins]:
+    """A fresh plugin set (built-ins + installed entry points) for one test, restored afterwards."""
+    fresh = Plugins()
+    previous = set_plugins(fresh)
+    try:
+        yield fresh
+    finally:
+        set_plugins(previous)
+
+
+@contextlib.contextmanager
+def registered_plugin(plugin: object, name: str, plugins: Plugins | None = None) -> Iterator[Plugins]:
+    """Register `plugin` for the duration of a `with` block; raises if it was rejected."""
+    plugins = plugins or get_plugins()
+    before = len(plugins.errors)
+    if not plugins.add(plugin, name=name, package=name):
+        raise AssertionError(plugins.errors[before:])
+    try:
+        yield plugins
+    finally:
+        plugins.remove(name)
+
+
+# -- in-memory runs ------------------------------------------------------------------------------
+def memory_run(
+    name: str,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    config: Mapping[str, Any] | None = None,
+    summary: Mapping[str, Any] | None = None,
+    status: str = "finished",
+    seed: int | None = None,
+    events: Sequence[Any] = (),
+    address: str | None = None,
+) -> Run:
+    """A Run backed by arrays: `series` maps key → (steps, values)."""
+    parts = [make_history(s, [k] * len(s), v) for k, (s, v) in series.items()]
+    frame = pd.concat(parts, ignore_index=True) if parts else empty_history()
+    return Run(
+        address=address or f"memory:{name}",
+        name=name,
+        run_id=name,
+        adapter="memory",
+        config=dict(config or {}),
+        summary=dict(summary or {}),
+        status=status,
+        seed=seed,
+        events=list(events),
+        loader=lambda keys: filter_keys(frame, keys),
+    )
+
+
+class InMemorySource(BaseSource):
+    """A RunSource over Runs held in memory (address `memory:NAME`)."""
+
+    def __init__(self, runs: Sequence[Run], address: Address | None = None) -> None:
+        super().__init__(address or Address("memory:", "memory", ""))
+        self.runs = {r.run_id: r for r in runs}
+
+    def list_runs(self) -> list[RunRef]:
+        return [RunRef(r.run_id, r.address, r.name) for r in self.runs.values()]
+
+    def load_run(self, ref: RunRef) -> Run:
+        from .errors import RunNotFoundError
+
+        if ref.run_id not in self.runs:
+            raise RunNotFoundError(f"no run {ref.run_id!r} in memory source")
+        return self.runs[ref.run_id]
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        return self.load_run(ref).history(keys)
+
+
+# -- comparing histories ------------------------------------------------------------------------
+def assert_history_equal(
+    actual: pd.DataFrame, expected: pd.DataFrame, *, check_wall_time: bool = True,
+    rtol: float = 0.0, atol: float = 0.0, ordered: bool = False,
+) -> None:
+    """Same points, value by value (NaN == NaN, ±inf exact). Unordered unless `ordered`."""
+    cols = ["key", "step", "value"] + (["wall_time"] if check_wall_time else [])
+
+    def norm(df: pd.DataFrame) -> pd.DataFrame:
+        d = df[cols].copy()
+        d["key"] = d["key"].astype(str)
+        if not ordered:
+            d = d.sort_values(["key", "step", "value"] + (["wall_time"] if check_wall_time else []),
+                              kind="stable", na_position="last")
+        return d.reset_index(drop=True)
+
+    a, e = norm(actual), norm(expected)
+    assert len(a) == len(e), f"point count differs: got {len(a)}, expected {len(e)}"
+    assert (a["key"].to_numpy() == e["key"].to_numpy()).all(), "keys differ"
+    for col in cols[1:]:
+        x, y = a[col].to_numpy(dtype="float64"), e[col].to_numpy(dtype="float64")
+        same = np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True) | (x == y)
+        if not same.all():
+            i = int(np.flatnonzero(~same)[0])
+            raise AssertionError(f"{col} differs at row {i}: got {x[i]!r}, expected {y[i]!r}\n{a.iloc[i]}")
+
+
+# -- the contract ---------------------------------------------------------------------------------
+@dataclass
+class WrittenRun:
+    """What a contract fixture wrote: where it is, and what a reader must get back."""
+
+    path: str  # the file or folder holding the run (hashed for the read-only check)
+    address: str  # what to pass to rundiff (scheme:locator or a bare path to sniff)
+    history: pd.DataFrame  # every point that was written (canonical columns)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    sniff_path: str | None = None  # a bare path the adapter must claim (default: `path`)
+    check_wall_time: bool = True
+    rtol: float = 0.0
+
+
+class AdapterContract:
+    """Subclass with `adapter = "name"` and fixtures `written_run` (and optionally `corrupt_run`).
+
+    `corrupt_run` returns a path whose reading must give a typed RundiffError or a fidelity note,
+    never an unhandled exception.
+    """
+
+    adapter: str = ""
+
+    # helpers
+    def _source(self, raw: str):
+        from .resolve import open_source
+
+        return open_source(raw)
+
+    def _spec(self):
+        spec = get_plugins().registry.by_name(self.adapter)
+        assert spec is not None, f"adapter {self.adapter!r} is not registered"
+        return spec
+
+    def _only_run(self, written: WrittenRun) -> Run:
+        src = self._source(written.address)
+        refs = src.list_runs()
+        if written.run_id is not None:
+            refs = [r for r in refs if r.run_id == written.run_id] or refs
+        assert refs, "the adapter listed no runs"
+        return src.load_run(refs[0])
+
+    # the contract
+    def test_sniffs_its_own_run(self, written_run: WrittenRun) -> None:
+        from .detect import sniff_path
+
+        winner = sniff_path(written_run.sniff_path or written_run.path)
+        assert winner.spec.name == self.adapter, f"{winner.spec.name} won the sniff: {winner.claim.reason}"
+
+    def test_lists_the_run(self, written_run: WrittenRun) -> None:
+        refs = self._source(written_run.address).list_runs()
+        assert refs, "no runs listed"
+        if written_run.run_id is not None:
+            assert written_run.run_id in {r.run_id for r in refs}
+
+    def test_history_has_every_point(self, written_run: WrittenRun) -> None:
+        run = self._only_run(written_run)
+        assert_history_equal(run.history(), written_run.history,
+                             check_wall_time=written_run.check_wall_time, rtol=written_run.rtol)
+
+    def test_history_keys_subset(self, written_run: WrittenRun) -> None:
+        run = self._only_run(written_run)
+        keys = sorted(written_run.history["key"].astype(str).unique())
+        if not keys:
+            pytest.skip("run has no metrics")
+        got = run.history([keys[0]])
+        assert set(got["key"].astype(str)) == {keys[0]}
+        assert len(got) == int((written_run.history["key"].astype(str) == keys[0]).sum())
+
+    def test_config_and_summary_round_trip(self, written_run: WrittenRun) -> None:
+        run = self._only_run(written_run)
+        flat = run.flat_config
+        for key, value in flatten(dict(written_run.config)).items():
+            assert key in flat, f"config key {key} missing (have {sorted(flat)[:20]})"
+            assert _same(flat[key], value), f"config {key}: {flat[key]!r} != {value!r}"
+        for key, value in written_run.summary.items():
+            assert key in run.summary, f"summary key {key} missing"
+            assert _same(run.summary[key], value), f"summary {key}: {run.summary[key]!r} != {value!r}"
+
+    def test_read_only(self, written_run: WrittenRun) -> None:
+        before = hash_tree(written_run.path)
+        run = self._only_run(written_run)
+        run.history()
+        _ = run.metric_keys()
+        assert hash_tree(written_run.path) == before, "the adapter changed its input tree"
+
+    def test_unknown_run_id_is_a_clear_error(self, written_run: WrittenRun) -> None:
+        src = self._source(written_run.address)
+        ref = src.list_runs()[0]
+        bogus = RunRef("no-such-run-id", ref.address + "-no-such-run", "no-such-run")
+        with pytest.raises(RundiffError):
+            src.load_run(bogus).history()
+
+    @pytest.fixture
+    def corrupt_run(self) -> str:
+        """Override: write a truncated/corrupt input and return its address."""
+        pytest.skip("this adapter's tests provide no corrupt_run fixture")
+
+    def test_corrupt_input_is_typed_or_counted(self, corrupt_run: str) -> None:
+        runs: list[Run] = []
+        try:
+            src = self._source(corrupt_run)
+            runs = [src.load_run(r) for r in src.list_runs()]
+            for run in runs:
+                run.history()
+        except RundiffError:
+            return
+        assert runs, "corrupt input produced neither an error nor a run"
+        assert any(run.fidelity for run in runs), "corrupt input was read without a fidelity note"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
+    return a == b or str(a) == str(b)
+
