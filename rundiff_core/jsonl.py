@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
+
+_NON_SPACE = re.compile(rb"\S")
+
+
+def _block_size(n: int) -> int:
+    """Blocks big enough to amortise per-block setup, small enough to parse on every core."""
+    cores = max(1, os.cpu_count() or 1)
+    return int(min(max(1 << 20, n // (4 * cores) + 1), 1 << 30))
 
 
 @dataclass
@@ -30,45 +40,96 @@ class JsonlResult:
         return pd.DataFrame(self.rows or [])
 
 
-def _strip_torn_tail(raw: bytes, name: str, notes: list[str]) -> bytes:
-    if not raw or raw.endswith(b"\n"):
-        return raw
-    cut = raw.rfind(b"\n") + 1
-    tail = raw[cut:]
+def _torn_tail_cut(raw: memoryview | bytes, name: str, notes: list[str]) -> int:
+    """Length of `raw` to parse: a torn last line (a run being written) is cut with a note."""
+    n = len(raw)
+    if n == 0 or raw[n - 1 : n] == b"\n":
+        return n
+    start = max(0, n - (1 << 20))
+    window = bytes(raw[start:n])
+    nl = window.rfind(b"\n")
+    cut = start + nl + 1 if nl >= 0 else 0
+    tail = bytes(raw[cut:n])
     if not tail.strip():
-        return raw
+        return n
     try:
         json.loads(tail)
-        return raw + b"\n"
+        return n  # a complete last record without its newline
     except ValueError:
-        line_no = raw.count(b"\n", 0, cut) + 1
+        line_no = bytes(raw[:cut]).count(b"\n") + 1
         notes.append(
             f"{name}: truncated last line {line_no} ({len(tail)} bytes) skipped — "
             "the run is probably still being written"
         )
-        return raw[:cut]
+        return cut
+
+
+def _read_with_polars(raw: bytes, cut: int) -> pa.Table | None:
+    """polars' reader when installed and provably lossless, else None (pyarrow takes over).
+
+    polars infers the schema from the first rows and silently drops fields first seen later, and
+    turns a numeric column with one stray string into text. So the result is accepted only when
+    every `":` in the input (one per key) is matched by a non-null cell and no column is text.
+    """
+    try:
+        import polars as pl
+    except ImportError:
+        return None
+    data = memoryview(raw)[:cut]
+    try:
+        frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10_000)
+    except Exception:  # polars raises several error types for malformed input
+        return None
+    if any(dtype == pl.String or dtype == pl.Object for dtype in frame.schema.values()):
+        return None
+    cells = _count_cells(frame)
+    if cells != raw.count(b'":', 0, cut):
+        return None
+    return frame.to_arrow()
+
+
+def _count_cells(frame: Any) -> int:
+    import polars as pl
+
+    total = 0
+    for series in frame.get_columns():
+        total += len(series) - series.null_count()
+        if isinstance(series.dtype, pl.Struct):
+            total += _count_cells(series.struct.unnest())
+        elif isinstance(series.dtype, pl.List):
+            return -1  # lists of objects hide keys we cannot count cheaply
+    return total
 
 
 def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
     """Read a JSON-lines file; returns an Arrow table (fast path) or plain rows (fallback)."""
     label = name or path
+    result = JsonlResult()
     with open(path, "rb") as fh:
         raw = fh.read()
-    result = JsonlResult()
-    raw = _strip_torn_tail(raw, label, result.notes)
-    if not raw.strip():
+    cut = _torn_tail_cut(raw, label, result.notes)
+    if _NON_SPACE.search(raw, 0, cut) is None:
         result.rows = []
         return result
-    if b"NaN" not in raw and b"Infinity" not in raw:
+    if raw.find(b"NaN", 0, cut) < 0 and raw.find(b"Infinity", 0, cut) < 0:
+        table = _read_with_polars(raw, cut)
+        if table is not None:
+            result.table = table
+            return result
         try:
+            buf = pa.py_buffer(raw)
+            if cut < len(raw):
+                buf = buf.slice(0, cut) if cut else pa.py_buffer(b"\n")
             result.table = pa_json.read_json(
-                io.BytesIO(raw),
-                read_options=pa_json.ReadOptions(block_size=max(1 << 20, min(len(raw) + 1, 1 << 30))),
+                pa.BufferReader(buf),
+                read_options=pa_json.ReadOptions(block_size=_block_size(cut)),
                 parse_options=pa_json.ParseOptions(unexpected_field_behavior="infer"),
             )
             return result
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
+    if cut < len(raw):
+        raw = raw[:cut]
     rows: list[dict[str, Any]] = []
     for i, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():

@@ -132,7 +132,8 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
             "key": pd.Categorical.from_codes(codes, categories=kept),
             "value": values[present],
             "wall_time": np.repeat(wall, ncols)[present],
-        }
+        },
+        copy=False,  # the arrays are fresh; skip pandas' block consolidation copy
     )
     return frame, notes
 
