@@ -11,7 +11,10 @@ from typing import Any
 import yaml
 
 
-class _PlainLoader(yaml.SafeLoader):
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10× faster
+
+
+class _PlainLoader(_Base):  # type: ignore[misc, valid-type]
     pass
 
 

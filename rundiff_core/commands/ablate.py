@@ -1,0 +1,34 @@
+"""`rundiff ablate --baseline ADDR SRC…` — changed keys and deltas vs a baseline, at the same step."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..ablate import run_ablate
+from ..many import load_sources
+from ..reporters import dumps
+from ..reporters.many_md import render_ablate
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ablate", help="ablation table: changed keys and same-step deltas vs a baseline")
+    p.add_argument("sources", nargs="+", metavar="SRC", help="ablation runs or folders of them")
+    p.add_argument("--baseline", required=True, help="address of the baseline run or seed folder")
+    p.add_argument("--metric", action="append", help="metric (repeatable; first is primary)")
+    p.add_argument("--goal", choices=("min", "max"))
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--precision", type=int, default=4)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..arms import load_arm
+
+    arm = load_arm(args.baseline)
+    runs = load_sources(args.sources)
+    result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal)
+    if args.format == "json":
+        print(dumps(result.to_dict()))
+    else:
+        print(render_ablate(result, args.precision), end="")
+    return 0

@@ -1,0 +1,31 @@
+"""`rundiff rank SRC…` — rank runs or seed groups at a common step."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..many import load_sources
+from ..rank import run_rank
+from ..reporters import dumps
+from ..reporters.many_md import render_rank
+from ..resolve import default_addresses
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rank", help="rank runs or seed groups on headline metrics at a common step")
+    p.add_argument("sources", nargs="*", metavar="SRC", help="addresses (default: detect the project)")
+    p.add_argument("--metric", action="append", help="metric to rank on (repeatable; first is primary)")
+    p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
+    p.add_argument("--align", choices=("nearest", "interpolate"), default="nearest")
+    p.add_argument("--no-seed-groups", action="store_true", help="rank every run on its own")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--precision", type=int, default=4)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = load_sources(args.sources or default_addresses())
+    result = run_rank(runs, metrics=args.metric, goal=args.goal,
+                      group_seeds=not args.no_seed_groups, align=args.align)
+    print(dumps(result.to_dict()) if args.format == "json" else render_rank(result, args.precision), end="\n" if args.format == "json" else "")
+    return 0

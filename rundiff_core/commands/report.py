@@ -1,0 +1,40 @@
+"""`rundiff report SRC… [-o report.md|report.html]` — the experiment report."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..many import load_sources
+from ..report import build_report
+from ..reporters import dumps
+from ..reporters.many_md import render_report
+from ..resolve import default_addresses
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="experiment report: overview, results at one step, findings, next experiments")
+    p.add_argument("sources", nargs="*", metavar="SRC")
+    p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
+    p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = load_sources(args.sources or default_addresses())
+    rep = build_report(runs, metrics=args.metric)
+    if args.output and args.output.endswith(".html"):
+        from ..reporters.report_html import render_report_html
+
+        text = render_report_html(rep, runs)
+    elif args.format == "json":
+        text = dumps(rep.to_dict()) + "\n"
+    else:
+        text = render_report(rep)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"report written to {args.output}")
+    else:
+        print(text, end="")
+    return 0

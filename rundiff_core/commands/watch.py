@@ -1,0 +1,76 @@
+"""`rundiff watch SRC… [--every 10m] [--notify CMD|URL] [--once]` — monitor live runs.
+
+Exit codes with --once: 0 nothing wrong (a run finishing is notified but is not a failure),
+1 alerts raised (stale, NaN/inf, spike, kill/OOM, divergence, crashed), 2 usage/input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..many import load_sources
+from ..reporters import dumps
+from ..watch import WatchResult, WatchState, check_run, notify, parse_duration, payload, state_key
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("watch", help="monitor live runs: freshness, progress, anomalies, completion")
+    p.add_argument("sources", nargs="+", metavar="SRC")
+    p.add_argument("--every", default="10m", help="check interval (e.g. 30s, 10m, 1h)")
+    p.add_argument("--stale", default="30m", help="alert when a running run has no new data for this long")
+    p.add_argument("--baseline", help="address of a baseline: alert when a loss diverges from it at the same step")
+    p.add_argument("--divergence", type=float, default=0.10, help="relative loss gap that counts as divergence")
+    p.add_argument("--notify", help="shell command (JSON on stdin) or http(s) URL (JSON POST)")
+    p.add_argument("--once", action="store_true", help="check once and exit (for cron)")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.set_defaults(func=run)
+
+
+def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
+    from ..arms import load_arm
+
+    state = WatchState(state_key(args.sources, args.baseline))
+    baseline = load_arm(args.baseline, siblings=False).primary if args.baseline else None
+    now = time.time()
+    checks = []
+    for run_ in load_sources(args.sources):
+        check, new_state = check_run(run_, state.data.get(run_.address, {}), now=now, stale_after=stale,
+                                     baseline=baseline, divergence=args.divergence)
+        state.data[run_.address] = new_state
+        checks.append(check)
+    state.save()
+    return WatchResult(now, checks)
+
+
+def _print(result: WatchResult, fmt: str) -> None:
+    if fmt == "json":
+        print(dumps(result.to_dict()))
+        return
+    for c in result.runs:
+        prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
+        age = "—" if c.age_seconds is None else f"{c.age_seconds / 60:.1f} min ago"
+        moved = f"step {c.previous_step:g} → {c.last_step:g}" if c.previous_step is not None and c.last_step is not None \
+            else f"step {c.last_step:g}" if c.last_step is not None else "no points"
+        print(f"{c.run} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
+              + (f"; {prog}" if prog else ""))
+        for a in c.alerts:
+            print(f"  ALERT {a.kind}: {a.message}")
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    every, stale = parse_duration(args.every), parse_duration(args.stale)
+    while True:
+        result = check_once(args, stale)
+        _print(result, args.format)
+        if result.alerts and args.notify:
+            notify(args.notify, payload(result.alerts))
+        if args.once:  # completion is news, not a problem: only other alerts fail the check
+            return 1 if any(a.kind != "finished" for a in result.alerts) else 0
+        try:
+            time.sleep(every)
+        except KeyboardInterrupt:
+            print("watch stopped", file=sys.stderr)
+            return 0

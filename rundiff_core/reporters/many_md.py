@@ -1,0 +1,110 @@
+"""Markdown for the many-run commands (rank, ablate, report, watch): full names, steps, sources."""
+
+from __future__ import annotations
+
+import math
+
+from ..rank import RankResult
+from . import fmt, fmt_step, md_table
+
+
+def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
+    if n >= 2 and math.isfinite(std):
+        return f"{fmt(mean, precision)} ± {fmt(std, precision)} (N={n})"
+    return f"{fmt(mean, precision)} (N={n}, single-seed)"
+
+
+def render_rank(r: RankResult, precision: int = 4) -> str:
+    out = [f"# Ranking: {r.n_runs} runs in {r.n_groups} groups"]
+    if r.statements:
+        out += [""] + [f"> {s}" for s in r.statements]
+    for m in r.metrics:
+        out += ["", f"## {m.metric} (goal: {m.goal}) at common step {fmt_step(m.step)}"]
+        rows = []
+        for i, s in enumerate(m.order, start=1):
+            ci = "—" if not math.isfinite(s.ci[0]) else f"[{fmt(s.ci[0], precision)}, {fmt(s.ci[1], precision)}]"
+            if s.label == m.best:
+                vs = "best"
+            elif s.label in m.top_group:
+                vs = f"indistinguishable (p_holm={fmt(m.p_adjusted[s.label], 3)})"
+            elif s.label in m.p_adjusted:
+                vs = f"worse (p_holm={fmt(m.p_adjusted[s.label], 3)})"
+            else:
+                vs = "untestable (single seed)"
+            steps = sorted({fmt_step(p.step_used) for p in s.points})
+            rows.append([str(i), s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
+        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"], rows)
+    primary = r.metrics[0]
+    out += ["", "## Summary"]
+    out.append(f"- best overall ({primary.metric}): {primary.best or '—'}")
+    for m in r.metrics[1:]:
+        out.append(f"- best on {m.metric}: {m.best or '—'}")
+    out.append(f"- most efficient: {r.most_efficient or '—'} — {r.efficiency_note}")
+    if r.anomalies:
+        out += ["", "## Anomalies"]
+        for a in r.anomalies:
+            where = f" (step {fmt_step(a.step)})" if a.step is not None else ""
+            out.append(f"- {a.run}: {a.kind} — {a.detail}{where}")
+    return "\n".join(out) + "\n"
+
+
+def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
+    from . import fmt_delta
+
+    out = [f"# Ablations vs baseline {r.baseline} (N={r.baseline_n})"]
+    if r.statements:
+        out += [""] + [f"> {s}" for s in r.statements]
+    out += ["", "Ranked by impact (largest relative change on any metric first).", ""]
+    rows = []
+    for a in r.ablations:
+        changed = "; ".join(f"{c.key}: {c.old!r} → {c.new!r}" for c in a.changes[:4]) or "(no config change)"
+        if len(a.changes) > 4:
+            changed += f"; +{len(a.changes) - 4} more"
+        for e in a.effects:
+            unc = f"± {fmt(e.se, precision)} (p={fmt(e.p, 3)})" if math.isfinite(e.se) else "single-seed"
+            verdict = "—" if e.improves is None else ("better" if e.improves else "worse")
+            if math.isfinite(e.se) and abs(e.delta) <= 2 * e.se:
+                verdict += " (within 2 SE)"
+            rows.append([a.label, changed, e.metric, fmt_step(e.step), fmt(e.baseline, precision),
+                         fmt(e.value, precision), f"{fmt_delta(e.delta, precision)} {unc}", f"N={e.n_baseline}/{e.n_ablation}", verdict])
+            changed = "〃"
+    out += md_table(["ablation", "changed keys", "metric", "step", "baseline", "value", "Δ", "N base/abl", "direction"], rows)
+    if r.interactions:
+        out += ["", "## Interactions"]
+        for i in r.interactions:
+            out.append(f"- {i.keys[0]} × {i.keys[1]} on {i.metric}: {i.detail}")
+    return "\n".join(out) + "\n"
+
+
+def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentReport
+    out = ["# Experiment report", "", "## Overview"]
+    lo, hi = rep.date_range
+    out.append(f"- total runs: {rep.total_runs}")
+    out.append(f"- date range: {lo} → {hi}" if lo else "- date range: no wall times logged")
+    out.append(f"- best result: {rep.best.text}" if rep.best else "- best result: —")
+    if rep.best:
+        out += [f"  - {e}" for e in rep.best.evidence]
+    out += ["", f"## Results (every row at step {fmt_step(rep.step)} of {rep.primary})", ""]
+    header = ["Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
+    rows = []
+    for r in rep.rows:
+        cd = "; ".join(f"{k}={v!r}" for k, v in list(r.config_diff.items())[:3]) or "(modal config)"
+        if len(r.config_diff) > 3:
+            cd += f"; +{len(r.config_diff) - 3}"
+        proxy = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.proxy.items()) or "—"
+        down = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.downstream.items()) or "—"
+        rows.append([r.run, fmt_step(r.step), cd, proxy, down,
+                     "—" if r.gpu_hours is None else f"{r.gpu_hours:.2f}", r.status])
+    out += md_table(header, rows)
+    out += ["", "## Key findings"]
+    if not rep.findings:
+        out.append("- none")
+    for f in rep.findings:
+        out.append(f"- {f.text}")
+        out += [f"  - evidence: {e}" for e in f.evidence]
+    out += ["", "## Recommendations (next experiments)"]
+    if not rep.recommendations:
+        out.append("- none")
+    for f in rep.recommendations:
+        out.append(f"- {f.text} — because {'; '.join(f.evidence)}")
+    return "\n".join(out) + "\n"

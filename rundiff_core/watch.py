@@ -1,0 +1,200 @@
+"""`rundiff watch`: is each live run alive, progressing, healthy, done? Alerts go to a command or URL.
+
+State between checks (last step and values seen per run) lives in the user's cache dir
+(`RUNDIFF_CACHE_DIR`, else the platform cache dir), never in run folders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import subprocess
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .align import slice_at
+from .errors import UsageError
+from .many import KILL_EVENTS, jsonable
+from .model import Run
+from .stats import goal_for, robust_spikes
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.I)
+
+
+def parse_duration(text: str) -> float:
+    """'10m' → 600.0; plain numbers are seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(f"cannot read duration {text!r}", hint="use e.g. 30s, 10m, 2h")
+    unit = (m.group(2) or "s").lower()[0]
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+def cache_dir() -> str:
+    env = os.environ.get("RUNDIFF_CACHE_DIR")
+    if env:
+        return env
+    import platformdirs
+
+    return platformdirs.user_cache_dir("rundiff")
+
+
+@dataclass
+class Alert:
+    run: str
+    address: str
+    kind: str  # stale | nan | spike | kill | diverged | finished | crashed
+    message: str
+    step: float | None = None
+
+
+@dataclass
+class RunCheck:
+    run: str
+    address: str
+    status: str
+    last_step: float | None
+    previous_step: float | None
+    new_points: int
+    progress: dict[str, dict[str, float]]
+    age_seconds: float | None
+    alive: bool
+    alerts: list[Alert] = field(default_factory=list)
+
+
+@dataclass
+class WatchResult:
+    checked_at: float
+    runs: list[RunCheck]
+
+    @property
+    def alerts(self) -> list[Alert]:
+        return [a for r in self.runs for a in r.alerts]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = jsonable(self)
+        d["alerts"] = jsonable(self.alerts)
+        return d
+
+
+class WatchState:
+    """What the previous check saw, per run address, as one JSON file in the cache dir."""
+
+    def __init__(self, key: str, directory: str | None = None) -> None:
+        self.path = os.path.join(directory or os.path.join(cache_dir(), "watch"), f"{key}.json")
+        try:
+            with open(self.path) as fh:
+                self.data: dict[str, Any] = json.load(fh)
+        except (FileNotFoundError, ValueError):
+            self.data = {}
+
+    def save(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(self.data, fh, sort_keys=True)
+        os.replace(tmp, self.path)
+
+
+def state_key(sources: list[str], baseline: str | None) -> str:
+    return hashlib.sha1(json.dumps([sorted(sources), baseline]).encode()).hexdigest()[:16]
+
+
+def _freshness(run: Run, now: float) -> float | None:
+    h = run.history()
+    wt = h["wall_time"].to_numpy() if len(h) else np.array([])
+    wt = wt[np.isfinite(wt)]
+    newest = float(wt.max()) if len(wt) else None
+    path = run.meta.get("path")
+    if isinstance(path, str) and os.path.exists(path):
+        mtime = max((os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs),
+                    default=os.path.getmtime(path))
+        newest = max(newest or 0.0, mtime)
+    return None if newest is None else now - newest
+
+
+def check_run(
+    run: Run, previous: dict[str, Any], *, now: float, stale_after: float,
+    baseline: Run | None = None, divergence: float = 0.1,
+) -> tuple[RunCheck, dict[str, Any]]:
+    """One run's health since the previous check; returns the check and the new state."""
+    h = run.history()
+    prev_step = previous.get("last_step")
+    last = float(h["step"].max()) if len(h) else None
+    new = h if prev_step is None else h[h["step"] > prev_step]
+    age = _freshness(run, now)
+    alive = run.status == "running" and (age is None or age <= stale_after)
+    check = RunCheck(run.name, run.address, run.status, last, prev_step, int(len(new)), {}, age, alive)
+    alerts = check.alerts
+    if run.status == "running" and age is not None and age > stale_after:
+        alerts.append(Alert(run.name, run.address, "stale",
+                            f"no new data for {age / 60:.1f} min (threshold {stale_after / 60:.1f} min)", last))
+    for key in sorted(set(new["key"].astype(str))):
+        kh = h[h["key"].astype(str) == key]
+        knew = new[new["key"].astype(str) == key]
+        v_new = knew["value"].to_numpy()
+        before = previous.get("values", {}).get(key)
+        check.progress[key] = {"previous": before if before is not None else math.nan,
+                               "now": float(v_new[-1]), "points": int(len(v_new))}
+        bad = ~np.isfinite(v_new)
+        if bad.any():
+            alerts.append(Alert(run.name, run.address, "nan",
+                                f"{int(bad.sum())} NaN/inf value(s) in {key} since the last check",
+                                float(knew["step"].to_numpy()[bad][0])))
+        if "loss" in key.lower():
+            spikes = robust_spikes(kh["step"].to_numpy(), kh["value"].to_numpy())
+            fresh = [s for s in spikes if prev_step is None or s[0] > prev_step]
+            fresh = [s for s in fresh if math.isfinite(s[1])]
+            if fresh:
+                alerts.append(Alert(run.name, run.address, "spike",
+                                    f"{key} spiked to {fresh[0][1]:.4g} at step {fresh[0][0]:g}", fresh[0][0]))
+    seen_events = int(previous.get("events", 0))
+    for e in run.events[seen_events:]:
+        if e.kind in KILL_EVENTS:
+            alerts.append(Alert(run.name, run.address, "kill", f"{e.kind} event", e.step))
+    if baseline is not None and last is not None:
+        for key in sorted(set(run.metric_keys()) & set(baseline.metric_keys())):
+            if goal_for(key) != "min" or "loss" not in key.lower():
+                continue
+            kh = h[h["key"].astype(str) == key]
+            s_step = float(kh["step"].max())
+            bh = baseline.history([key])
+            b = slice_at(bh["step"].to_numpy(), bh["value"].to_numpy(), s_step)
+            v = float(kh["value"].to_numpy()[-1])
+            if b.reached and math.isfinite(v) and b.value != 0 and (v - b.value) / abs(b.value) > divergence:
+                alerts.append(Alert(run.name, run.address, "diverged",
+                                    f"{key} {v:.4g} vs baseline {baseline.name} {b.value:.4g} at step "
+                                    f"{b.x_used:g} (+{(v - b.value) / abs(b.value):.0%})", s_step))
+    prev_status = previous.get("status")
+    if run.status in ("finished", "crashed") and prev_status not in ("finished", "crashed"):
+        alerts.append(Alert(run.name, run.address, run.status, f"run {run.status} at step {last}", last))
+    state = {"last_step": last, "status": run.status, "events": len(run.events),
+             "values": {k: v["now"] for k, v in check.progress.items()} | {
+                 k: v for k, v in previous.get("values", {}).items() if k not in check.progress}}
+    return check, state
+
+
+def notify(target: str, alert_payload: dict[str, Any], timeout: float = 10.0) -> None:
+    """Send one notification: HTTP POST of the JSON to a URL, or a shell command reading it on stdin."""
+    body = json.dumps(alert_payload).encode()
+    if re.match(r"^https?://", target):
+        req = urllib.request.Request(target, data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's URL
+            resp.read()
+        return
+    subprocess.run(target, input=body, shell=True, check=True, timeout=timeout)  # noqa: S602
+
+
+def payload(alerts: list[Alert]) -> dict[str, Any]:
+    kinds = sorted({a.kind for a in alerts})
+    return {
+        "title": f"rundiff watch: {len(alerts)} alert(s) ({', '.join(kinds)})",
+        "message": "\n".join(f"{a.run}: {a.kind} — {a.message}" for a in alerts),
+        "alerts": jsonable(alerts),
+    }
