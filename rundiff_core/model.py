@@ -117,6 +117,8 @@ class Run:
     _cache: dict[tuple[str, ...] | None, pd.DataFrame] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _key_index: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    _keys: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def uid(self) -> str:
@@ -128,10 +130,18 @@ class Run:
         return flatten(self.config)
 
     def history(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
-        """Every logged point for `keys` (all keys when None), never sampled."""
+        """Every logged point for `keys` (all keys when None), never sampled.
+
+        Once the full history is loaded, per-key slices come from an index built once, so engines
+        that ask for one metric of many runs many times do not rescan the frame.
+        """
         wanted = None if keys is None else tuple(sorted(set(keys)))
         if None in self._cache:
-            return filter_keys(self._cache[None], wanted)
+            if wanted is None:
+                return self._cache[None]
+            if wanted not in self._cache:
+                self._cache[wanted] = self._slice(wanted)
+            return self._cache[wanted]
         if wanted not in self._cache:
             frame = empty_history() if self.loader is None else self.loader(wanted)
             for text in frame.attrs.pop("fidelity", None) or ():
@@ -139,10 +149,38 @@ class Run:
             self._cache[wanted] = frame
         return self._cache[wanted]
 
+    def _slice(self, keys: tuple[str, ...]) -> pd.DataFrame:
+        full = self._cache[None]
+        if self._key_index is None:
+            codes, uniques = pd.factorize(full["key"], sort=False)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+            self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)}
+        present = [k for k in keys if k in self._key_index]
+        parts = [self._key_index[k] for k in present]
+        if not parts:
+            return empty_history()
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        key_codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p) for p in parts])
+        if len(parts) > 1:  # back to logged order
+            order = np.argsort(rows, kind="stable")
+            rows, key_codes = rows[order], key_codes[order]
+        return pd.DataFrame(
+            {
+                "step": full["step"].to_numpy()[rows],
+                "key": pd.Categorical.from_codes(key_codes, categories=present),
+                "value": full["value"].to_numpy()[rows],
+                "wall_time": full["wall_time"].to_numpy()[rows],
+            },
+            copy=False,
+        )
+
     def metric_keys(self) -> list[str]:
         """Names of the logged metrics (loads the full history once)."""
-        h = self.history()
-        return sorted(pd.unique(h["key"]).tolist())
+        if self._keys is None:
+            h = self.history()
+            self._keys = sorted(str(k) for k in pd.unique(h["key"]))
+        return list(self._keys)
 
     def note(self, text: str) -> None:
         """Record a fidelity note once (what was skipped, merged or could not be read)."""

@@ -90,35 +90,56 @@ def pooled_std(a: Sequence[float], b: Sequence[float]) -> float:
     return math.sqrt(((na - 1) * sa**2 + (nb - 1) * sb**2) / (na + nb - 2))
 
 
+def _block_stats(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row median, MAD×1.4826 and finite count of a 2-D array (NaN = missing)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        has_nan = np.isnan(blocks).any()
+        med = np.nanmedian(blocks, axis=1) if has_nan else np.median(blocks, axis=1)
+        dev = np.abs(blocks - med[:, None])
+        mad = (np.nanmedian(dev, axis=1) if has_nan else np.median(dev, axis=1)) * 1.4826
+    return med, mad, np.sum(np.isfinite(blocks), axis=1)
+
+
 def robust_spikes(
     steps: Sequence[float], values: Sequence[float], window: int = 25, threshold: float = 6.0
 ) -> list[tuple[float, float, float]]:
-    """Points far above their trailing rolling median, in MAD units: (step, value, score).
+    """Points far above the robust level of the points before them: (step, value, score).
 
-    The median/MAD of the previous `window` points is robust to the spikes themselves; a point is
-    a spike when (value − median) / (1.4826·MAD) exceeds `threshold`. NaN/inf are spikes too.
+    The series is cut into blocks of b = clamp(n/6, 8, `window`) points; each point is scored
+    against the median and MAD (×1.4826, a robust σ) of the two blocks before its own (one for the
+    second block), so the reference holds b to 2b earlier points and never the point itself. A
+    point is a spike when (value − median) / robust σ exceeds `threshold`; non-finite values are
+    spikes too. Fully vectorised: a million points take milliseconds.
     """
     s = np.asarray(steps, dtype="float64")
     v = np.asarray(values, dtype="float64")
     out: list[tuple[float, float, float]] = []
-    if len(v) < 5:
+    n = len(v)
+    if n < 10:
         return out
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    w = min(window, len(v) - 1)
-    padded = np.concatenate([np.full(w, np.nan), v])
-    windows = sliding_window_view(padded, w)[: len(v)]  # the w points before each point
+    b = int(max(8, min(window, n // 6)))
+    nblocks = -(-n // b)
+    padded = np.full(nblocks * b, np.nan)
+    padded[:n] = np.where(np.isfinite(v), v, np.nan)
+    blocks = padded.reshape(nblocks, b)
+    med1, mad1, cnt1 = _block_stats(blocks[:1])
+    if nblocks > 2:
+        med2, mad2, cnt2 = _block_stats(np.concatenate([blocks[:-2], blocks[1:-1]], axis=1))
+    else:
+        med2 = mad2 = cnt2 = np.array([])
+    ref_med = np.concatenate([[np.nan], med1, med2])[:nblocks]
+    ref_mad = np.concatenate([[np.nan], mad1, mad2])[:nblocks]
+    ref_cnt = np.concatenate([[0], cnt1, cnt2])[:nblocks]
+    med, mad = np.repeat(ref_med, b)[:n], np.repeat(ref_mad, b)[:n]
+    enough = np.repeat(ref_cnt >= 5, b)[:n]
     with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            med = np.nanmedian(np.where(np.isfinite(windows), windows, np.nan), axis=1)
-            mad = np.nanmedian(np.abs(windows - med[:, None]), axis=1) * 1.4826
         scale = np.where(mad > 0, mad, np.maximum(np.abs(med) * 1e-3, 1e-12))
         score = (v - med) / scale
-    enough = np.sum(np.isfinite(windows), axis=1) >= min(5, w)
-    for i in np.flatnonzero(enough & ((score > threshold) | ~np.isfinite(v))):
+    flagged = (enough & (score > threshold)) | ~np.isfinite(v)
+    for i in np.flatnonzero(flagged):
         out.append((float(s[i]), float(v[i]), float(score[i]) if np.isfinite(score[i]) else math.inf))
     return out
 

@@ -1,0 +1,136 @@
+"""`rundiff compare ADDR ADDR…` — every baseline sliced at the student's current step."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..align import ALIGN_MODES
+from ..arms import Arm, load_arms
+from ..compare import run_compare
+from ..errors import UsageError
+from ..groups import build_rules
+from ..metricnames import parse_maps
+from ..reporters import dumps
+
+EPILOG = """\
+The student is the run still training (status running, else the one with the fewest steps), or
+--student ADDR. Every baseline is read at the student's current step, never at its own end.
+Examples:
+  rundiff compare runs/exp-new/seed-0 runs/exp-baseline
+  rundiff compare wandb:ent/proj/abc123 journal:runs/foo --metric eval/acc --align interpolate
+  rundiff compare A B --x epoch --html report.html --smooth 0.6
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="same-step comparison of runs from any backends (proxy vs downstream)",
+        description="Same-step comparison of two or more runs or seed groups from any backends.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("addresses", nargs="+", metavar="ADDR",
+                   help="run or seed-group addresses (scheme:locator, a path, or a run name)")
+    p.add_argument("--student", metavar="ADDR", help="the run being evaluated (default: the one "
+                   "still training, else the one with the fewest steps)")
+    p.add_argument("--metric", action="append", default=[], metavar="M",
+                   help="metric to compare (repeatable; default: the metrics the student shares "
+                   "with a baseline, plus downstream metrics a baseline logs)")
+    p.add_argument("--map", action="append", default=[], metavar="A=B",
+                   help="treat logged key A as metric B (repeatable)")
+    p.add_argument("--proxy", action="append", default=[], metavar="PATTERN",
+                   help="declare metrics (glob) as proxy (repeatable)")
+    p.add_argument("--downstream", action="append", default=[], metavar="PATTERN",
+                   help="declare metrics (glob) as downstream (repeatable)")
+    p.add_argument("--diagnostic", action="append", default=[], metavar="PATTERN",
+                   help="declare metrics (glob) as diagnostics, not compared by default")
+    p.add_argument("--project-file", metavar="PATH",
+                   help="rundiff.toml with a [groups] table (default: found from the cwd upwards)")
+    p.add_argument("--align", choices=ALIGN_MODES, default="nearest",
+                   help="when a baseline has no point at the student's step (default: nearest)")
+    p.add_argument("--x", default="step", metavar="AXIS",
+                   help="x-axis: step (default), wall (seconds since start), or a logged monotone "
+                   "key such as epoch or tokens")
+    p.add_argument("--last", type=int, default=10, metavar="K",
+                   help="student points used for the trend (default: 10)")
+    p.add_argument("--goal", action="append", default=[], metavar="M=min|max",
+                   help="direction of a metric when the name does not tell (repeatable)")
+    p.add_argument("--no-seeds", action="store_true",
+                   help="do not group sibling seeds; every run is its own arm")
+    p.add_argument("--format", choices=("md", "json", "csv"), default="md",
+                   help="stdout format: Markdown tables (default), JSON, or CSV")
+    p.add_argument("--precision", type=int, default=4, help="significant decimals in tables")
+    p.add_argument("--trace", action="store_true",
+                   help="a source column (address, run id, step) instead of footnotes")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    p.add_argument("--png", metavar="DIR", help="also write one PNG plot per metric into DIR")
+    p.add_argument("--smooth", type=float, default=0.0, metavar="W",
+                   help="TensorBoard-style debiased EMA weight for plots only (0 ≤ W < 1)")
+    p.set_defaults(func=run)
+
+
+def _goals(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        metric, sep, goal = item.rpartition("=")
+        if not sep or goal not in ("min", "max") or not metric:
+            raise UsageError(f"--goal {item!r} is not METRIC=min or METRIC=max")
+        out[metric] = goal
+    return out
+
+
+def resolve_arms(addresses: list[str], student: str | None, siblings: bool) -> tuple[list[Arm], int | None]:
+    """Arms for every address, and the student's index when --student names one."""
+    arms: list[Arm] = []
+    origin: list[str] = []
+    for raw in addresses:
+        got = load_arms(raw, siblings=siblings)
+        arms += got
+        origin += [raw] * len(got)
+    if student is None:
+        return arms, None
+    direct = [i for i, raw in enumerate(origin) if raw == student]
+    if len(direct) == 1:
+        return arms, direct[0]
+    wanted = load_arms(student, siblings=siblings)
+    if len(wanted) != 1:
+        raise UsageError(f"--student {student} names {len(wanted)} arms", hint="name one run")
+    mine = {r.address for r in wanted[0].seeds}
+    for i, arm in enumerate(arms):
+        if arm.primary.address in mine or wanted[0].primary.address in {r.address for r in arm.seeds}:
+            return arms, i
+    return [wanted[0], *arms], 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0.0 <= args.smooth < 1.0:
+        raise UsageError("--smooth must be in [0, 1)", hint="TensorBoard's default is 0.6")
+    rules = build_rules(args.proxy, args.downstream, args.diagnostic, args.project_file)
+    arms, student = resolve_arms(args.addresses, args.student, not args.no_seeds)
+    result = run_compare(
+        arms, metrics=args.metric or None, maps=parse_maps(args.map), student=student,
+        align=args.align, x=args.x, rules=rules, goals=_goals(args.goal), last_k=args.last,
+        curves=bool(args.html or args.png),
+    )
+    if args.html:
+        from ..reporters.compare_html import write_compare_html
+
+        write_compare_html(result, args.html, precision=args.precision, smooth=args.smooth,
+                           trace=args.trace)
+        sys.stderr.write(f"wrote {args.html}\n")
+    if args.png:
+        from ..reporters.compare_png import write_compare_pngs
+
+        paths = write_compare_pngs(result, args.png, smooth=args.smooth)
+        sys.stderr.write(f"wrote {len(paths)} plot(s) to {args.png}\n")
+    if args.format == "json":
+        print(dumps(result.to_dict()))
+    elif args.format == "csv":
+        from ..reporters.compare_csv import render_compare_csv
+
+        sys.stdout.write(render_compare_csv(result))
+    else:
+        from ..reporters.compare_md import render_compare_markdown
+
+        print(render_compare_markdown(result, args.precision, args.trace), end="")
+    return 0
