@@ -1,0 +1,76 @@
+"""The experiment report as one self-contained HTML page: the report's sections, then the plots of
+`rundiff compare` (aligned curves, seed bands, the common step marked) — plotly.js embedded."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from ..model import Run
+from .many_md import render_report
+
+_TABLE_SEP = re.compile(r"^\|[-| :]+\|$")
+
+
+def markdown_to_html(text: str) -> str:
+    """The small Markdown subset rundiff writes: headings, lists, tables, quotes, paragraphs."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    in_list = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                if not _TABLE_SEP.match(lines[i].strip()):
+                    rows.append([html.escape(c.strip()) for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            head, *body = rows
+            out.append("<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+            continue
+        m = re.match(r"^(\s*)- (.*)$", line)
+        depth = (len(m.group(1)) // 2 + 1) if m else 0
+        while in_list > depth:
+            out.append("</ul>")
+            in_list -= 1
+        while in_list < depth:
+            out.append("<ul>")
+            in_list += 1
+        if m:
+            out.append(f"<li>{html.escape(m.group(2))}</li>")
+        elif line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
+        elif line.startswith(">"):
+            out.append(f"<blockquote>{html.escape(line[1:].strip())}</blockquote>")
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+        i += 1
+    out.extend("</ul>" for _ in range(in_list))
+    return "\n".join(out)
+
+
+def render_report_html(rep, runs: Sequence[Run]) -> str:  # noqa: ANN001 - ExperimentReport
+    from ..arms import Arm
+    from ..compare import run_compare
+    from ..many import seed_groups
+    from .compare_html import render_compare_html
+
+    groups = seed_groups(list(runs))
+    arms = [Arm(address=g.runs[0].address, primary=g.runs[0], seeds=g.runs) for g in groups]
+    metrics = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
+    result = run_compare(arms, metrics=metrics, curves=True)
+    page = render_compare_html(result)
+    report = markdown_to_html(render_report(rep))
+    section = f'<section class="experiment-report">\n{report}\n</section>\n<h1>Curves</h1>'
+    return page.replace("<body>", "<body>\n" + section, 1).replace(
+        f"<title>{html.escape(result_title(page))}</title>", "<title>Experiment report</title>", 1)
+
+
+def result_title(page: str) -> str:
+    m = re.search(r"<title>(.*?)</title>", page, re.S)
+    return html.unescape(m.group(1)) if m else ""
