@@ -57,7 +57,12 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
             + ", ".join(f"{s}:" for s in plugins.registry.schemes),
         )
     best = claims[0]
-    tied = [c for c in claims if c.spec.priority == best.spec.priority and c.spec is not best.spec]
+    tied: list[RankedClaim] = []
+    for c in claims:
+        if c.spec.priority == best.spec.priority and c.spec.name != best.spec.name and all(
+            t.spec.name != c.spec.name for t in tied
+        ):
+            tied.append(c)
     if tied:
         listing = "; ".join(f"{c.spec.name} ({c.claim.reason})" for c in [best, *tied])
         raise AmbiguousSourceError(

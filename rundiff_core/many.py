@@ -94,8 +94,8 @@ def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True) -> list[Group]
 
 
 def last_step(run: Run, metric: str) -> float:
-    h = run.history([metric])
-    return float(h["step"].max()) if len(h) else math.nan
+    steps = run.series(metric)[0]
+    return float(np.nanmax(steps)) if len(steps) else math.nan
 
 
 def common_step(runs: Iterable[Run], metric: str) -> float:
@@ -118,8 +118,8 @@ class Point:
 
 
 def value_at(run: Run, metric: str, step: float, align: str = "nearest") -> Point:
-    h = run.history([metric])
-    s = slice_at(h["step"].to_numpy(), h["value"].to_numpy(), step, align)
+    steps, values, _ = run.series(metric)
+    s = slice_at(steps, values, step, align)
     return Point(run.name, run.address, run.run_id, s.x_used, s.value, s.method)
 
 
@@ -250,14 +250,13 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
         for m in list(metrics) + [k for k in keys if goal_for(k) == "min" and "loss" in k.lower() and k not in metrics]:
             if m not in keys:
                 continue
-            h = run.history([m])
-            v = h["value"].to_numpy()
+            steps, v, _ = run.series(m)
             bad = ~np.isfinite(v)
             if bad.any():
-                first = float(h["step"].to_numpy()[bad][0])
+                first = float(steps[bad][0])
                 out.append(Anomaly(run.name, run.address, "nan", f"{int(bad.sum())} NaN/inf value(s) in {m}", first))
             if "loss" in m.lower():
-                spikes = robust_spikes(h["step"].to_numpy(), v)
+                spikes = robust_spikes(steps, v)
                 spikes = [s for s in spikes if math.isfinite(s[1])]
                 if spikes:
                     steps = ", ".join(f"{s[0]:g}" for s in spikes[:5])

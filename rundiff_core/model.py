@@ -119,6 +119,9 @@ class Run:
     )
     _key_index: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _keys: list[str] | None = field(default=None, repr=False, compare=False)
+    _series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def uid(self) -> str:
@@ -149,13 +152,17 @@ class Run:
             self._cache[wanted] = frame
         return self._cache[wanted]
 
+    def _build_key_index(self, full: pd.DataFrame) -> None:
+        codes, uniques = pd.factorize(full["key"], sort=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)}
+        self._keys = sorted(self._key_index)
+
     def _slice(self, keys: tuple[str, ...]) -> pd.DataFrame:
         full = self._cache[None]
         if self._key_index is None:
-            codes, uniques = pd.factorize(full["key"], sort=False)
-            order = np.argsort(codes, kind="stable")
-            bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-            self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)}
+            self._build_key_index(full)
         present = [k for k in keys if k in self._key_index]
         parts = [self._key_index[k] for k in present]
         if not parts:
@@ -175,11 +182,30 @@ class Run:
             copy=False,
         )
 
+    def series(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, values, wall_times) of one metric as numpy arrays, logged order, cached.
+
+        The cheap path for engines that touch one metric of many runs: no DataFrame per call.
+        """
+        hit = self._series.get(key)
+        if hit is None:
+            if None not in self._cache:
+                self.history()
+            full = self._cache[None]
+            if self._key_index is None:
+                self._build_key_index(full)
+            rows = self._key_index.get(key, np.array([], dtype=np.intp))
+            hit = (full["step"].to_numpy()[rows], full["value"].to_numpy()[rows],
+                   full["wall_time"].to_numpy()[rows])
+            self._series[key] = hit
+        return hit
+
     def metric_keys(self) -> list[str]:
         """Names of the logged metrics (loads the full history once)."""
         if self._keys is None:
-            h = self.history()
-            self._keys = sorted(str(k) for k in pd.unique(h["key"]))
+            if None not in self._cache:
+                self.history()
+            self._build_key_index(self._cache[None])
         return list(self._keys)
 
     def note(self, text: str) -> None:

@@ -4,23 +4,26 @@ Environment switches (read when the manager is built):
 - `RUNDIFF_LOAD_PLUGINS`: comma list of entry-point plugin names to load; set but empty loads
   none. Built-in plugins always load unless disabled.
 - `RUNDIFF_DISABLE_PLUGINS`: comma list of plugin names (built-in or third-party) to skip.
-- `RUNDIFF_TRACE_PLUGINS=1`: print every hook call to stderr.
+- `RUNDIFF_TRACE_PLUGINS=1`: print every plugin load or skip, adapter registration and hook call
+  (arguments and answer) to stderr as `rundiff trace: ...` lines.
 
 A broken plugin (import failure, misspelled hook, taken scheme) is dropped with a one-line error
-naming it and the fix; every other plugin keeps working.
+naming it and the fix; every other plugin keeps working. The process-wide set (`get_plugins()`)
+also prints those lines to stderr as it loads, so a broken install fails loudly, not silently.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
 import pluggy
 
@@ -62,50 +65,120 @@ def _env_list(name: str) -> list[str] | None:
     return [p.strip() for p in raw.split(",") if p.strip()]
 
 
-class Plugins:
-    """A loaded plugin set: the pluggy manager, the adapter registry, and what went wrong."""
+def _tracing() -> bool:
+    return os.environ.get("RUNDIFF_TRACE_PLUGINS", "").strip().lower() in ("1", "true", "yes", "on")
 
-    def __init__(self, *, builtins: tuple[str, ...] = DEFAULT_PLUGINS, entry_points: bool = True):
+
+def _one_line(text: object) -> str:
+    """Errors are one line each: collapse whatever a plugin's exception printed."""
+    return " ".join(str(text).split())
+
+
+class Plugins:
+    """A loaded plugin set: the pluggy manager, the adapter registry, and what went wrong.
+
+    `report`: a writable stream that receives each plugin error as it happens; None keeps errors
+    only in `self.errors` (isolated sets in tests). `skipped` lists plugins the switches left out.
+    """
+
+    def __init__(
+        self,
+        *,
+        builtins: tuple[str, ...] = DEFAULT_PLUGINS,
+        entry_points: bool = True,
+        report: TextIO | None = None,
+    ):
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.registry = AdapterRegistry()
         self.errors: list[str] = []
         self.info: dict[str, PluginInfo] = {}
-        if os.environ.get("RUNDIFF_TRACE_PLUGINS") == "1":
-            self.pm.trace.root.setwriter(sys.stderr.write)
+        self.skipped: list[dict[str, str]] = []
+        self.report = report
+        self.tracing = _tracing()
+        if self.tracing:
+            self.pm.trace.root.setwriter(lambda text: sys.stderr.write(text))
             self.pm.enable_tracing()
         disabled = set(_env_list("RUNDIFF_DISABLE_PLUGINS") or [])
+        seen: set[str] = set()
         for module_name in builtins:
             name = module_name.rsplit(".", 1)[-1]
+            seen.update((name, module_name))
             if name in disabled or module_name in disabled:
+                self._skip(name, "listed in RUNDIFF_DISABLE_PLUGINS")
                 continue
+            self.trace(f"load built-in plugin '{name}' from {module_name}")
             try:
                 module = importlib.import_module(module_name)
             except Exception as exc:  # a built-in that cannot import is a bug, but keep going
-                self.errors.append(f"built-in plugin '{name}' failed to import: {exc}")
+                self.error(
+                    f"built-in plugin '{name}' failed to import: {type(exc).__name__}: {exc}; "
+                    f"fix: reinstall rundiff, or skip it with RUNDIFF_DISABLE_PLUGINS={name}"
+                )
                 continue
             self.add(module, name=name, package="rundiff", version=_version("rundiff"), builtin=True)
         if entry_points:
-            self._load_entry_points(disabled)
+            seen |= self._load_entry_points(disabled)
+        for name in sorted(disabled - seen) if entry_points else ():
+            self.error(
+                f"RUNDIFF_DISABLE_PLUGINS names '{name}', which is not an installed plugin; "
+                f"fix: use one of {', '.join(sorted(n for n in seen if '.' not in n))}"
+            )
+
+    # -- reporting -------------------------------------------------------------------------------
+    def error(self, message: str) -> None:
+        """Record one plugin error (one line, deduplicated) and report it if a stream is set."""
+        line = _one_line(message)
+        if line in self.errors:
+            return
+        self.errors.append(line)
+        if self.report is not None:
+            self.report.write(f"rundiff: plugin error: {line}\n")
+        self.trace(f"error: {line}")
+
+    def trace(self, message: str) -> None:
+        """One `rundiff trace:` line on stderr when RUNDIFF_TRACE_PLUGINS=1."""
+        if self.tracing:
+            sys.stderr.write(f"rundiff trace: {message}\n")
+
+    def _skip(self, name: str, reason: str) -> None:
+        self.skipped.append({"name": name, "reason": reason})
+        self.trace(f"skip plugin '{name}': {reason}")
 
     # -- loading -------------------------------------------------------------------------------
-    def _load_entry_points(self, disabled: set[str]) -> None:
+    def _load_entry_points(self, disabled: set[str]) -> set[str]:
+        """Load third-party plugins from the `rundiff` entry-point group; return their names."""
         wanted = _env_list("RUNDIFF_LOAD_PLUGINS")
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            if ep.name in disabled or (wanted is not None and ep.name not in wanted):
+        eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        names = {ep.name for ep in eps}
+        for ep in eps:
+            if ep.name in disabled:
+                self._skip(ep.name, "listed in RUNDIFF_DISABLE_PLUGINS")
+                continue
+            if wanted is not None and ep.name not in wanted:
+                self._skip(ep.name, "not listed in RUNDIFF_LOAD_PLUGINS")
                 continue
             dist = getattr(ep, "dist", None)
             package = dist.name if dist else ep.value.split(":")[0]
+            self.trace(f"load plugin '{ep.name}' from entry point {ep.value} (package {package})")
             try:
                 module = ep.load()
             except Exception as exc:
-                self.errors.append(
+                self.error(
                     f"plugin '{ep.name}' (package {package}) failed to import: "
-                    f"{type(exc).__name__}: {exc}; fix: reinstall {package}, or skip it with "
-                    f"RUNDIFF_DISABLE_PLUGINS={ep.name}"
+                    f"{type(exc).__name__}: {exc}; fix: reinstall {package} (or install what it "
+                    f"needs), or skip it with RUNDIFF_DISABLE_PLUGINS={ep.name}"
                 )
                 continue
             self.add(module, name=ep.name, package=package, version=dist.version if dist else None)
+        for name in wanted or ():
+            if name not in names:
+                self.error(
+                    f"RUNDIFF_LOAD_PLUGINS names '{name}', but no installed package provides a "
+                    f"'{ENTRY_POINT_GROUP}' entry point of that name; fix: install it, or use one "
+                    f"of: {', '.join(sorted(names)) or '(no third-party plugins installed)'}"
+                )
+        return names
 
     def add(
         self,
@@ -117,11 +190,16 @@ class Plugins:
         builtin: bool = False,
     ) -> bool:
         """Register one plugin and its adapters; on any problem drop it and record why."""
-        bad = [h for h in _hookimpl_names(plugin) if h not in HOOK_NAMES]
-        if bad:
-            guess = difflib.get_close_matches(bad[0], HOOK_NAMES, n=1)
-            fix = f"rename it to '{guess[0]}'" if guess else f"use one of {', '.join(HOOK_NAMES)}"
-            self.errors.append(f"plugin '{name}' implements unknown hook '{bad[0]}'; fix: {fix}")
+        skip_hint = f"or skip it with RUNDIFF_DISABLE_PLUGINS={name}"
+        problem = _check_hook_names(plugin, name)
+        if problem:
+            self.error(problem)
+            return False
+        if self.pm.has_plugin(name):
+            self.error(
+                f"plugin '{name}' (package {package or '?'}) uses a name another plugin already "
+                f"has; fix: rename its '{ENTRY_POINT_GROUP}' entry point, {skip_hint}"
+            )
             return False
         try:
             self.pm.register(plugin, name=name)
@@ -129,7 +207,7 @@ class Plugins:
         except (pluggy.PluginValidationError, ValueError) as exc:
             if self.pm.is_registered(plugin):
                 self.pm.unregister(plugin)
-            self.errors.append(f"plugin '{name}' is invalid: {exc}")
+            self.error(f"plugin '{name}' is invalid: {_one_line(exc)}; fix: {_validation_fix(exc)}")
             return False
         info = PluginInfo(
             name=name,
@@ -142,23 +220,32 @@ class Plugins:
 
         def register(spec: AdapterSpec) -> None:
             if not isinstance(spec, AdapterSpec):
-                raise PluginError(f"plugin '{name}' registered {spec!r}, not an AdapterSpec")
+                raise PluginError(
+                    f"plugin '{name}' registered {spec!r}, not an AdapterSpec",
+                    hint="call register(AdapterSpec(name=..., schemes=(...), source='pkg.mod:Class'))",
+                )
             spec = _with_origin(spec, name, package)
             self.registry.register(spec)
             info.adapters.append(spec.name)
+            self.trace(
+                f"plugin '{name}' registered adapter '{spec.name}' (schemes "
+                f"{', '.join(s + ':' for s in spec.schemes)}; priority {spec.priority})"
+            )
 
         impl = getattr(plugin, "rundiff_register_adapters", None)
         if impl is not None:
+            self.trace(f"call {name}.rundiff_register_adapters(register=...)")
             try:
                 impl(register=register)
             except RundiffError as exc:
-                self.errors.append(exc.message if not exc.hint else f"{exc.message}; fix: {exc.hint}")
+                self.error(f"{exc.message}; fix: {exc.hint or skip_hint}")
                 self.registry.unregister_plugin(name)
                 self.pm.unregister(plugin)
                 return False
             except Exception as exc:
-                self.errors.append(
-                    f"plugin '{name}' failed while registering adapters: {type(exc).__name__}: {exc}"
+                self.error(
+                    f"plugin '{name}' failed while registering adapters: {type(exc).__name__}: "
+                    f"{exc}; fix: report it to the maintainers of {package or name}, {skip_hint}"
                 )
                 self.registry.unregister_plugin(name)
                 self.pm.unregister(plugin)
@@ -176,20 +263,37 @@ class Plugins:
     # -- calling ---------------------------------------------------------------------------------
     def call_each(self, hook: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
         """Call a hook on each plugin separately so one broken plugin cannot hide the others."""
-        caller = getattr(self.pm.hook, hook)
-        for impl in reversed(caller.get_hookimpls()):
+        impls = list(reversed(getattr(self.pm.hook, hook).get_hookimpls()))
+        if self.tracing:
+            self.trace(f"call {hook}({_trace_args(kwargs)}) on {len(impls)} plugin(s)")
+        for impl in impls:
             try:
                 result = impl.function(**kwargs)
             except RundiffError:
                 raise
             except Exception as exc:
-                self.errors.append(f"plugin '{impl.plugin_name}' failed in {hook}: {exc}")
+                self.error(
+                    f"plugin '{impl.plugin_name}' failed in {hook}: {type(exc).__name__}: {exc}; "
+                    f"fix: report it to the plugin's maintainers, or skip it with "
+                    f"RUNDIFF_DISABLE_PLUGINS={impl.plugin_name}"
+                )
                 continue
+            if self.tracing:
+                self.trace(f"{impl.plugin_name}.{hook}({_trace_args(kwargs)}) -> {result!r}")
             if result is not None:
                 yield impl.plugin_name, result
 
+    def call_first(self, hook: str, **kwargs: Any) -> Any:
+        """The first non-None answer of a `firstresult` hook, isolating plugins that raise."""
+        for _plugin, result in self.call_each(hook, **kwargs):
+            return result
+        return None
+
     def describe(self, *, all_plugins: bool = False) -> list[dict[str, Any]]:
-        """Plugin rows for `rundiff plugins` (third-party only unless all_plugins)."""
+        """Plugin rows for `rundiff plugins` (third-party only unless all_plugins).
+
+        Keys: name, module, package, version, builtin, hooks, adapters.
+        """
         rows = []
         for info in sorted(self.info.values(), key=lambda i: (not i.builtin, i.name)):
             if info.builtin and not all_plugins:
@@ -208,9 +312,50 @@ class Plugins:
         return rows
 
 
+def _trace_args(kwargs: dict[str, Any]) -> str:
+    """Hook arguments for a trace line; mappings (the environment) are summarised, not printed."""
+    shown = []
+    for key, value in kwargs.items():
+        text = f"{{{len(value)} entries}}" if isinstance(value, dict) else repr(value)
+        shown.append(f"{key}={text[:300]}")
+    return ", ".join(shown)
+
+
 def _hookimpl_names(plugin: object) -> list[str]:
     marker = f"{hookspecs.PROJECT}_impl"
     return [n for n in dir(plugin) if hasattr(getattr(plugin, n, None), marker)]
+
+
+def _check_hook_names(plugin: object, name: str) -> str | None:
+    """A one-line error for a misspelled or undecorated hook, or None when the names are right."""
+    marked = set(_hookimpl_names(plugin))
+    candidates = marked | {
+        n for n in dir(plugin)
+        if n.startswith(f"{hookspecs.PROJECT}_") and callable(getattr(plugin, n, None))
+    }
+    for hook in sorted(candidates):
+        if hook in HOOK_NAMES:
+            if hook not in marked:
+                return (
+                    f"plugin '{name}' defines {hook} without @hookimpl, so rundiff would never "
+                    f"call it; fix: decorate it with @hookimpl (from rundiff_core.hookspecs)"
+                )
+            continue
+        guess = difflib.get_close_matches(hook, HOOK_NAMES, n=1)
+        fix = f"rename it to '{guess[0]}'" if guess else f"use one of {', '.join(HOOK_NAMES)}"
+        return f"plugin '{name}' implements unknown hook '{hook}'; fix: {fix}"
+    return None
+
+
+def _validation_fix(exc: Exception) -> str:
+    """What to change when pluggy rejects a hook implementation (usually its argument names)."""
+    text = str(exc)
+    for hook in HOOK_NAMES:
+        if f"'{hook}'" in text:
+            spec = getattr(hookspecs, hook)
+            args = ", ".join(inspect.signature(spec).parameters)
+            return f"use the hook's argument names: def {hook}({args})"
+    return "compare the plugin's hooks with docs/plugins/hooks.md"
 
 
 def _with_origin(spec: AdapterSpec, plugin: str, package: str) -> AdapterSpec:
@@ -229,11 +374,18 @@ def _version(dist: str) -> str | None:
 _CURRENT: Plugins | None = None
 
 
+class _Stderr:
+    """Writes to whatever sys.stderr is at the time (pytest swaps it per test)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+
 def get_plugins() -> Plugins:
-    """The process-wide plugin set, built on first use."""
+    """The process-wide plugin set, built on first use; its plugin errors go to stderr."""
     global _CURRENT
     if _CURRENT is None:
-        _CURRENT = Plugins()
+        _CURRENT = Plugins(report=_Stderr())  # type: ignore[arg-type]
     return _CURRENT
 
 

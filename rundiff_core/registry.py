@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,37 @@ class ProjectClaim:
     address: str | None = None
 
 
+_SCHEME = re.compile(r"[a-z][a-z0-9+._-]+")  # two letters at least: one letter is a drive
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _validate(spec: AdapterSpec) -> None:
+    """Refuse a malformed spec at registration, where the plugin author sees it."""
+    who = f"plugin '{spec.plugin}'" if spec.plugin else "a plugin"
+
+    def bad(what: str, fix: str) -> PluginError:
+        return PluginError(f"{who} registers adapter {spec.name!r} with {what}", hint=fix)
+
+    if not isinstance(spec.name, str) or not _NAME.fullmatch(spec.name):
+        raise bad("an invalid name", "use a short name such as 'lightning_csv'")
+    if isinstance(spec.schemes, str) or not isinstance(spec.schemes, tuple | list):
+        raise bad(f"schemes={spec.schemes!r}", f"pass a tuple: schemes=({spec.schemes!r},)")
+    for scheme in spec.schemes:
+        if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):
+            raise bad(
+                f"scheme {scheme!r}",
+                "use lower-case letters, digits, '+', '.', '_' or '-', at least two characters, "
+                "without the colon",
+            )
+    if not isinstance(spec.source, str) or not _SOURCE.fullmatch(spec.source):
+        raise bad(f"source={spec.source!r}", "name the class by dotted path: 'package.module:Class'")
+    if isinstance(spec.priority, bool) or not isinstance(spec.priority, int):
+        raise bad(f"priority={spec.priority!r}", "use an int (lower wins; contrib packages use 70+)")
+    if isinstance(spec.requires, str) or not isinstance(spec.requires, tuple | list):
+        raise bad(f"requires={spec.requires!r}", f"pass a tuple: requires=({spec.requires!r},)")
+
+
 class AdapterRegistry:
     """Adapters by name and scheme; refuses a scheme two adapters want."""
 
@@ -84,25 +116,30 @@ class AdapterRegistry:
         self._by_scheme: dict[str, AdapterSpec] = {}
 
     def register(self, spec: AdapterSpec) -> None:
+        """Add one adapter, or raise PluginError naming the plugin and the fix."""
         if not isinstance(spec, AdapterSpec):
             raise PluginError(
                 f"plugin {spec!r} registered something that is not an AdapterSpec",
                 hint="call register(AdapterSpec(...)) from rundiff_register_adapters",
             )
+        _validate(spec)
+        skip = f"RUNDIFF_DISABLE_PLUGINS={spec.plugin}" if spec.plugin else "RUNDIFF_DISABLE_PLUGINS"
         if spec.name in self._by_name:
             other = self._by_name[spec.name]
             raise PluginError(
                 f"plugin '{spec.plugin}' registers adapter name '{spec.name}', already registered "
                 f"by plugin '{other.plugin}'",
-                hint="rename the adapter, or disable one plugin with RUNDIFF_DISABLE_PLUGINS",
+                hint=f"rename the adapter, or skip one plugin with {skip}",
             )
         for scheme in spec.schemes:
             if scheme in self._by_scheme:
                 other = self._by_scheme[scheme]
                 raise PluginError(
-                    f"plugin '{spec.plugin}' registers scheme '{scheme}:', already taken by "
-                    f"adapter '{other.name}' from plugin '{other.plugin}'",
-                    hint="choose another scheme, or disable one plugin with RUNDIFF_DISABLE_PLUGINS",
+                    f"plugin '{spec.plugin}' registers scheme '{scheme}:' for adapter "
+                    f"'{spec.name}', but it is already taken by adapter '{other.name}' from "
+                    f"plugin '{other.plugin}'",
+                    hint=f"choose another scheme for adapter '{spec.name}', or skip one plugin "
+                    f"with {skip}",
                 )
         self._by_name[spec.name] = spec
         for scheme in spec.schemes:

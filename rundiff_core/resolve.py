@@ -22,7 +22,7 @@ def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
     if address.scheme is not None:
         spec = plugins.registry.by_scheme(address.scheme)
         if spec is None:
-            claimed = plugins.pm.hook.rundiff_parse_address(raw=raw)
+            claimed = plugins.call_first("rundiff_parse_address", raw=raw)
             if claimed is not None:
                 address = claimed
                 spec = plugins.registry.by_scheme(address.scheme)

@@ -2,10 +2,12 @@
 
 - `AdapterContract`: subclass it in your adapter's tests and provide a `written_run` fixture that
   writes a REAL run with the real client or format and returns a `WrittenRun`. The contract checks
-  sniffing, listing, full histories (value by value, steps and times), config/summary round-trips,
-  read-only access, corrupt input and unknown run ids. One bar for every adapter.
+  sniffing (its own run, and not other adapters' runs), listing, full histories (value by value,
+  steps and times), config/summary round-trips, read-only access, truncated and corrupt input and
+  unknown run ids. One bar for every adapter. Guide: docs/plugins/testing.md.
 - `isolated_plugins` fixture and `registered_plugin(...)` context manager.
-- `InMemorySource` / `memory_run(...)` to test engines and reporters without files.
+- `InMemorySource` / `memory_run(...)` to test engines and reporters without files, and
+  `memory_source(runs)` to reach them by address (`memory:NAME`) through the normal resolver.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import hashlib
 import math
 import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +26,11 @@ import pandas as pd
 import pytest
 
 from .address import Address
-from .errors import RundiffError
+from .errors import RundiffError, RunNotFoundError
+from .hookspecs import hookimpl
 from .model import Run, RunRef, empty_history, filter_keys, flatten, make_history
 from .plugins import Plugins, get_plugins, set_plugins
+from .registry import AdapterSpec
 from .source import BaseSource
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "hash_tree",
     "isolated_plugins",
     "memory_run",
+    "memory_source",
     "registered_plugin",
 ]
 
@@ -125,14 +131,56 @@ class InMemorySource(BaseSource):
         return [RunRef(r.run_id, r.address, r.name) for r in self.runs.values()]
 
     def load_run(self, ref: RunRef) -> Run:
-        from .errors import RunNotFoundError
-
         if ref.run_id not in self.runs:
             raise RunNotFoundError(f"no run {ref.run_id!r} in memory source")
         return self.runs[ref.run_id]
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
         return self.load_run(ref).history(keys)
+
+
+_PUBLISHED: dict[str, list[Run]] = {}
+
+
+class PublishedMemorySource(InMemorySource):
+    """The `memory:` adapter's source: the runs `memory_source` published under a name."""
+
+    def __init__(self, address: Address) -> None:
+        if address.locator not in _PUBLISHED:
+            raise RunNotFoundError(
+                f"no in-memory runs published as {address.raw!r}",
+                hint=f"published names: {', '.join(sorted(_PUBLISHED)) or '(none)'}",
+            )
+        super().__init__(_PUBLISHED[address.locator], address)
+
+
+class _MemoryPlugin:
+    @hookimpl
+    def rundiff_register_adapters(self, register):  # noqa: ANN001 - hook signature
+        register(AdapterSpec(name="memory", schemes=("memory",), priority=1000,
+                             source="rundiff_core.testing:PublishedMemorySource",
+                             summary="runs held in memory by rundiff_core.testing"))
+
+
+@contextlib.contextmanager
+def memory_source(
+    runs: Sequence[Run], name: str = "runs", plugins: Plugins | None = None
+) -> Iterator[str]:
+    """Publish `runs` as the address `memory:NAME` for one `with` block; yields the address.
+
+    Engines and CLI commands that take addresses then read them like any other source.
+    """
+    plugins = plugins or get_plugins()
+    added = plugins.registry.by_scheme("memory") is None
+    if added and not plugins.add(_MemoryPlugin(), name="rundiff-testing-memory", package="rundiff"):
+        raise AssertionError(plugins.errors[-1])
+    _PUBLISHED[name] = list(runs)
+    try:
+        yield f"memory:{name}"
+    finally:
+        _PUBLISHED.pop(name, None)
+        if added:
+            plugins.remove("rundiff-testing-memory")
 
 
 # -- comparing histories ------------------------------------------------------------------------
@@ -256,6 +304,73 @@ class AdapterContract:
         bogus = RunRef("no-such-run-id", ref.address + "-no-such-run", "no-such-run")
         with pytest.raises(RundiffError):
             src.load_run(bogus).history()
+
+    @pytest.fixture
+    def foreign_paths(self, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str | None]]:
+        """Paths no adapter but their owner may win: (path, owning adapter or None).
+
+        To add runs of formats close to yours, override `extra_foreign_paths` instead.
+        """
+        from .demo import write_journal_run
+
+        root = tmp_path_factory.mktemp("foreign")
+        (root / "empty").mkdir()
+        (root / "notes.txt").write_text("not a run\n")
+        (root / "table.csv").write_text("name,colour\napple,red\n")
+        journal = write_journal_run(str(root / "journal-run"), config={"lr": 0.1},
+                                    rows=[{"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}])
+        return [(str(root / "empty"), None), (str(root / "notes.txt"), None),
+                (str(root / "table.csv"), None), (journal, "journal")]
+
+    @pytest.fixture
+    def extra_foreign_paths(self) -> list[tuple[str, str | None]]:
+        """Override: more (path, owner) pairs your adapter must not win."""
+        return []
+
+    def test_does_not_claim_foreign_runs(
+        self,
+        foreign_paths: list[tuple[str, str | None]],
+        extra_foreign_paths: list[tuple[str, str | None]],
+    ) -> None:
+        from .detect import collect_claims
+
+        for path, owner in [*foreign_paths, *extra_foreign_paths]:
+            if owner == self.adapter:
+                continue
+            claims = collect_claims(path)
+            mine = [c.claim.reason for c in claims if c.spec.name == self.adapter]
+            if owner is None:
+                assert not mine, f"{self.adapter} claims {path}, which is no run: {mine}"
+            else:
+                assert claims and claims[0].spec.name != self.adapter, (
+                    f"{self.adapter} wins {path}, a {owner} run: {mine}"
+                )
+
+    def test_truncated_copy_is_typed_or_read(self, written_run: WrittenRun, tmp_path) -> None:
+        """Every file of a copy cut to half its size: typed error or a read, never a traceback."""
+        if written_run.path not in written_run.address:
+            pytest.skip("the run's address does not contain its path; cannot point at a copy")
+        copy = os.path.join(str(tmp_path), "truncated-copy", os.path.basename(written_run.path))
+        if os.path.isdir(written_run.path):
+            shutil.copytree(written_run.path, copy)
+            files = [os.path.join(d, f) for d, _dirs, fs in os.walk(copy) for f in fs]
+        else:
+            os.makedirs(os.path.dirname(copy))
+            shutil.copy2(written_run.path, copy)
+            files = [copy]
+        for f in files:
+            size = os.path.getsize(f)
+            if size > 1:
+                with open(f, "r+b") as fh:
+                    fh.truncate(size // 2)
+        try:
+            src = self._source(written_run.address.replace(written_run.path, copy))
+            for ref in src.list_runs():
+                run = src.load_run(ref)
+                run.history()
+                _ = run.metric_keys()
+        except RundiffError:
+            pass
 
     @pytest.fixture
     def corrupt_run(self) -> str:

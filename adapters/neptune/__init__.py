@@ -1,1 +1,73 @@
-"""neptune adapter (not yet implemented: registers nothing)."""
+"""The neptune adapter's hooks: Neptune runs on disk (exporter Parquet, 1.x queues, neptune-scale).
+
+Hooks only: no tracker SDK and no pyarrow at import. The source class is named by dotted path;
+`layout` finds runs with the standard library (and reads a Parquet footer only to confirm one).
+"""
+
+from __future__ import annotations
+
+import os
+
+from rundiff_core.hookspecs import hookimpl
+from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+
+from . import layout
+
+NAME = "neptune"
+
+
+def _describe(found: layout.Found) -> str:
+    parts = []
+    if found.exports:
+        parts.append(f"{len(found.exports)} neptune-exporter run file set(s)")
+    if found.legacy:
+        parts.append(f"{len(found.legacy)} neptune 1.x run folder(s)")
+    if found.scale:
+        parts.append(f"{len(found.scale)} neptune-scale database(s)")
+    return ", ".join(parts)
+
+
+@hookimpl
+def rundiff_register_adapters(register):
+    register(
+        AdapterSpec(
+            name=NAME,
+            schemes=(NAME,),
+            source="rundiff_adapters.neptune.source:NeptuneSource",
+            priority=30,
+            install_hint="pip install 'rundiff[neptune]'",
+            summary="Neptune runs on disk: neptune-exporter Parquet, neptune 1.x .neptune "
+            "offline/async folders, neptune-scale run_operations.sqlite3",
+        )
+    )
+
+
+@hookimpl
+def rundiff_sniff_path(path):
+    if os.path.isfile(path):
+        found = layout.find(path, depth=0)
+        if found.scale:
+            return Claim(NAME, "a neptune-scale run_operations.sqlite3")
+        if found.legacy:
+            return Claim(NAME, "a neptune 1.x operation queue file", locator=found.legacy[0])
+        if found.exports:
+            return Claim(NAME, "a neptune-exporter Parquet file (attribute_path/attribute_type columns)")
+        return None
+    if not os.path.isdir(path):
+        return None
+    found = layout.find(path, depth=2, budget=layout.SCAN_BUDGET, enter_dot_neptune=False)
+    if found:
+        return Claim(NAME, _describe(found))
+    return None
+
+
+@hookimpl
+def rundiff_detect_project(cwd, environ):
+    folder = os.path.join(cwd, ".neptune")
+    if os.path.isdir(folder):
+        found = layout.find(folder, depth=2, budget=layout.SCAN_BUDGET)
+        if found:
+            return ProjectClaim(NAME, f".neptune/ holds {_describe(found)}", address=f"{NAME}:{folder}")
+    if environ.get("NEPTUNE_PROJECT"):
+        return ProjectClaim(NAME, "NEPTUNE_PROJECT is set (the hosted service; no local .neptune folder)")
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..plugins import get_plugins
 from ..reporters import dumps, md_table
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
             for r in rows
         ]
         print("\n".join(md_table(["adapter", "schemes", "priority", "provided by", "installed"], table)))
-    for err in plugins.errors:
-        print(f"plugin error: {err}")
+    if plugins.report is None:  # the process-wide set already printed its errors to stderr
+        for err in plugins.errors:
+            sys.stderr.write(f"rundiff: plugin error: {err}\n")
     return 0

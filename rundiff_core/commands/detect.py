@@ -35,16 +35,20 @@ def run(args: argparse.Namespace) -> int:
                   "(e.g. `rundiff ls runs/` or `rundiff ls wandb:ENTITY/PROJECT`)")
         return 0 if rows else 2
     claims = collect_claims(args.path, plugins)
-    rows = [{"adapter": c.spec.name, "priority": c.spec.priority, "reason": c.claim.reason} for c in claims]
-    winner, error = None, None
+    rows = [{"adapter": c.spec.name, "priority": c.spec.priority, "reason": c.claim.reason,
+             "scheme": c.spec.schemes[0], "locator": c.claim.locator or args.path} for c in claims]
+    winner, address, error = None, None, None
     try:
-        winner = sniff_path(args.path, plugins).spec.name
+        best = sniff_path(args.path, plugins)
+        winner = best.spec.name
+        address = f"{best.spec.schemes[0]}:{best.claim.locator or args.path}"
     except RundiffError as exc:
-        error = str(exc)
+        error = exc.message if not exc.hint else f"{exc.message} (hint: {exc.hint})"
     if args.format == "json":
-        print(dumps({"path": args.path, "claims": rows, "winner": winner, "error": error}))
+        print(dumps({"path": args.path, "claims": rows, "winner": winner, "address": address,
+                     "error": error}))
     else:
         for r in rows:
             print(f"claim: {r['adapter']} (priority {r['priority']}): {r['reason']}")
-        print(f"winner: {winner}" if winner else f"winner: none — {error}")
+        print(f"winner: {winner} → {address}" if winner else f"winner: none — {error}")
     return 0 if winner else 2

@@ -1,4 +1,9 @@
-"""`rundiff plugins [--all]` — loaded plugins as JSON: name, version, hooks, adapters."""
+"""`rundiff plugins [--all]` — loaded plugins as JSON: name, version, hooks, adapters.
+
+Shape: `{"plugins": [{name, module, package, version, builtin, hooks, adapters}], "errors":
+[one line each], "skipped": [{name, reason}]}` (plugins left out by RUNDIFF_LOAD_PLUGINS or
+RUNDIFF_DISABLE_PLUGINS).
+"""
 
 from __future__ import annotations
 
@@ -16,5 +21,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     plugins = get_plugins()
-    print(dumps({"plugins": plugins.describe(all_plugins=args.all), "errors": plugins.errors}))
+    print(dumps({"plugins": plugins.describe(all_plugins=args.all), "errors": plugins.errors,
+                 "skipped": plugins.skipped}))
     return 0
