@@ -16,14 +16,14 @@ REDACTED = "***REDACTED***"
 SECRET_KEY_PATTERNS: tuple[str, ...] = (
     r"api[_-]?key",
     r"apikey",
-    r"(?<![a-z])token(?![a-z])",  # hf_token, TOKEN — not max_tokens or tokenizer
+    r"(?<![a-z])token$",  # hf_token, TRACKING_TOKEN — not max_tokens, tokenizer, token_list
     r"secret",
     r"passw(or)?d",
     r"passwd",
     r"credential",
     r"private[_-]?key",
     r"access[_-]?key",
-    r"(?<![a-z])auth(?![a-z])",  # auth, http_auth — not author
+    r"(?<![a-z])auth$",  # auth, http_auth — not author, auth_mode
     r"session[_-]?key",
     r"bearer",
     r"cookie",
@@ -33,6 +33,18 @@ _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[
 _INLINE_SECRET = re.compile(
     r"(?i)\b(?P<key>[A-Z0-9_]*(?:API_KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)"
     r"(?P<sep>\s*[=:]\s*)(?P<val>[^\s,;'\"]+)"
+)
+# Key shapes that are secrets wherever they appear: OpenAI/Anthropic, GitHub, Slack, AWS, Google,
+# Hugging Face keys and JWTs.
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,}|hf_[A-Za-z0-9]{20,}"
+    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+)"
+)
+# "password": "x" and 'api_key'='x' inside JSON or code.
+_QUOTED_SECRET = re.compile(
+    r"""(?i)(["']?[\w.\-]*(?:api[_-]?key|apikey|token|secret|passw(?:or)?d|authorization|access[_-]?key"""
+    r"""|private[_-]?key)[\w.\-]*["']?\s*[:=]\s*)(["'])(.*?)\2"""
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
 
@@ -61,7 +73,10 @@ def is_secret_key(key: str, extra: Iterable[str] = ()) -> bool:
 
 
 def redact_text(text: str) -> str:
-    """Scrub secrets embedded in free text: URL passwords, KEY=value pairs, bearer tokens."""
+    """Scrub secrets embedded in free text: URL passwords, quoted and bare KEY=value pairs, bearer
+    tokens, and well-known key shapes (sk-…, ghp_…, AKIA…, hf_…, JWTs)."""
+    text = _QUOTED_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
     text = _INLINE_SECRET.sub(lambda m: f"{m['key']}{m['sep']}{REDACTED}", text)
     return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)

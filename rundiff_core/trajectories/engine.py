@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import InputError
 from .distributions import describe
 from .model import FINISH_BUCKETS, TaskRecord, TrajectoryRun
+from .signals import redact_snippet
 
 GAP_CLASSES = ("persistence", "knowledge", "format")
 CLASS_LABELS = {
@@ -88,6 +89,13 @@ def natural_key(name: str) -> tuple[Any, ...]:
 
 def validate_pair(a: TrajectoryRun, b: TrajectoryRun, t: Thresholds) -> None:
     """Stop when the runs cannot be compared task by task (different schema, tasks, harness, tools)."""
+    for run in (a, b):
+        if not run.records:
+            raise InputError(f"{run.display} holds no task records",
+                             hint="an eval log with 0 samples (cancelled early?) has nothing to diff")
+        if not any(r.has_outcome for r in run.records.values()):
+            raise InputError(f"{run.display}: none of its {len(run.records)} task(s) has a score or pass flag",
+                             hint="score the run first (Inspect: `inspect score LOG`), or export `passed`")
     problems = []
     if a.format != b.format:
         problems.append(f"export formats differ ({a.format} vs {b.format})")
@@ -138,6 +146,14 @@ def first_divergence(a: TaskRecord, b: TaskRecord) -> int | None:
 def classify_gap(a: TaskRecord, b: TaskRecord) -> tuple[str, list[str], list[str]]:
     """Gap class of one A✗B✓ task, every signal that fired, and evidence lines.
 
+    - format: A made a malformed call (unparseable/non-object arguments, schema-invalid
+      arguments, or the harness answered "invalid arguments").
+    - knowledge: B successfully used a tool/endpoint A never attempted, at a call position A
+      also reached — A was still acting and chose otherwise. Novel tools B reaches only after A
+      had stopped are explained by A stopping, not by knowledge.
+    - persistence/recovery: no knowledge signal, A stopped (gave up, quit after an error, or
+      finished with fewer steps) and B went on (recovered from an error, or took more steps).
+
     Precedence when several fire: format > knowledge > persistence (a malformed call is the most
     proximate cause; a never-tried endpoint next). All fired signals are kept in tasks.csv.
     """
@@ -147,32 +163,45 @@ def classify_gap(a: TaskRecord, b: TaskRecord) -> tuple[str, list[str], list[str
     if fa.invalid_calls:
         fired.append("format")
         evidence.append(f"A made {fa.invalid_calls} malformed call(s): " + "; ".join(fa.invalid_reasons[:3]))
-    new_targets = sorted(fb.ok_targets - fa.targets)
-    if new_targets:
+    a_targets, a_calls = fa.targets, len(fa.calls)
+    first_use: dict[str, int] = {}
+    for i, c in enumerate(fb.calls, start=1):
+        if c.result == "ok":
+            for target in c.targets:
+                if target not in a_targets:
+                    first_use.setdefault(target, i)
+    known = {t: i for t, i in first_use.items() if i <= a_calls}
+    late = sorted(t for t, i in first_use.items() if i > a_calls)
+    if known:
         fired.append("knowledge")
-        shown = ", ".join(t.split(":", 1)[1] for t in new_targets[:4])
-        evidence.append(f"B used {len(new_targets)} tool/endpoint(s) A never attempted: {shown}")
-    else:
-        a_side = []
-        if a.finish == "gave_up":
-            a_side.append(f"A gave up ({a.finish_raw})")
-        if fa.quit:
-            a_side.append(f"A stopped after {fa.quit} error result(s) without retrying")
-        if (a.steps is not None and b.steps is not None and a.steps < b.steps
-                and a.finish in ("completed", "gave_up")):
-            a_side.append(f"A stopped early ({a.steps} vs {b.steps} steps)")
-        b_side = []
-        if fb.recovered:
-            b_side.append(f"B retried and recovered from {fb.recovered} error(s)")
-        if a.steps is not None and b.steps is not None and b.steps > a.steps:
-            b_side.append(f"B kept going ({b.steps} steps)")
-        if a_side and b_side:
-            fired.append("persistence")
-            evidence.append("B reached only tools/endpoints A also tried; " + "; ".join(a_side + b_side))
+        shown = ", ".join(f"{t.split(':', 1)[1]} (call #{i})" for t, i in sorted(known.items())[:4])
+        evidence.append(f"B used {len(known)} tool/endpoint(s) A never attempted in its {a_calls} "
+                        f"call(s): {shown}")
+    a_side = []
+    if a.finish == "gave_up":
+        a_side.append(f"A gave up ({a.finish_raw})")
+    if fa.quit:
+        a_side.append(f"A stopped after {fa.quit} error result(s) without retrying")
+    if (a.steps is not None and b.steps is not None and a.steps < b.steps
+            and a.finish in ("completed", "gave_up")):
+        a_side.append(f"A stopped early ({a.steps} vs {b.steps} steps)")
+    b_side = []
+    if fb.recovered:
+        b_side.append(f"B retried and recovered from {fb.recovered} error(s)")
+    if a.steps is not None and b.steps is not None and b.steps > a.steps:
+        b_side.append(f"B kept going ({b.steps} steps)")
+    if a_side and b_side and not known:
+        fired.append("persistence")
+        reach = ("B reached only tools/endpoints A also tried" if not late else
+                 f"B's other tools ({', '.join(t.split(':', 1)[1] for t in late[:3])}) come after A had "
+                 f"stopped at call {a_calls}")
+        evidence.append(reach + "; " + "; ".join(a_side + b_side))
     primary = next((c for c in ("format", "knowledge", "persistence") if c in fired), "unclassified")
     if primary == "unclassified":
-        evidence.append("no signal fired (same tools, no malformed calls, no early stop by A)")
-    return primary, fired, evidence
+        evidence.append("no signal fired (no malformed A call, no new tool while A was acting, no early "
+                        "stop by A)")
+    # evidence quotes tool names, endpoints and parse errors: redact before it reaches any output
+    return primary, fired, [redact_snippet(e, 400) or "" for e in evidence]
 
 
 def clean_reasons(b: TaskRecord, t: Thresholds) -> list[str]:
@@ -210,10 +239,10 @@ def _why_missing(run: TrajectoryRun, name: str) -> str:
     rec = run.records.get(name)
     if rec is not None:
         return rec.status if rec.status != "ok" else "unscored"
-    if run.status == "cancelled":
-        return "missing (run cancelled)"
-    if run.status == "error":
-        return "missing (run errored)"
+    if run.status != "complete":
+        return f"missing (run {run.status})"
+    if run.expected is not None and name not in run.expected:
+        return "missing (not in this run's task list)"
     return "missing"
 
 
@@ -233,9 +262,9 @@ def diff_pair(a: TrajectoryRun, b: TrajectoryRun, t: Thresholds | None = None) -
         if ra is None or rb is None or not ra.has_outcome or not rb.has_outcome:
             why = []
             if ra is None or not ra.has_outcome:
-                why.append(f"A: {_why_missing(a, name)}")
+                why.append(f"{a.label or 'A'}: {_why_missing(a, name)}")
             if rb is None or not rb.has_outcome:
-                why.append(f"B: {_why_missing(b, name)}")
+                why.append(f"{b.label or 'B'}: {_why_missing(b, name)}")
             row.unmatched = "; ".join(why)
             rows.append(row)
             continue
@@ -439,6 +468,7 @@ def run_info(run: TrajectoryRun) -> dict[str, Any]:
 
 def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
     """RL-shaped / not RL-shaped / mixed, as a hypothesis with N and every reason to doubt it."""
+    A, B = s["baseline"]["label"] or "A", s["candidate"]["label"] or "B"
     g = s["gap_classes"]
     n_shared = s["alignment"]["shared_train"]
     counts = g["counts"]
@@ -467,14 +497,14 @@ def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
               f" ({classified} classified: " + ", ".join(f"{CLASS_LABELS[c]} {counts[c]}" for c in GAP_CLASSES)
               + f"; {counts['unclassified']} unclassified; {len(g['excluded_stochastic'])} stochastic excluded)")
     hold = s["alignment"]["shared_holdout"]
-    hold_text = (f"{hold} holdout task(s) segregated: not in this verdict or the warm-start yield"
-                 if hold or s["alignment"]["holdout_flagged"] else "no holdout/frozen rows flagged")
+    hold_text = (f"{hold} shared holdout task(s) segregated: not in this verdict or the warm-start yield"
+                 if hold or s["alignment"]["holdout_flagged"] else "No holdout/frozen rows flagged")
     if label == "RL-shaped":
         head = (f"Hypothesis: the reachable gap is RL-shaped — persistence/recovery explains "
                 f"{counts['persistence']} of {classified} classified tasks")
     elif label == "not RL-shaped":
-        why = ("B called tools/endpoints A never attempted" if dominant == "knowledge"
-               else "A's tool calls were malformed")
+        why = (f"{B} called tools/endpoints {A} never attempted" if dominant == "knowledge"
+               else f"{A}'s tool calls were malformed")
         head = (f"Hypothesis: the reachable gap is not RL-shaped — {CLASS_LABELS[dominant]} ({why}) "
                 f"explains {counts[dominant]} of {classified} classified tasks")
     elif label == "mixed":
@@ -482,7 +512,7 @@ def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
     elif label == "unclassified":
         head = "No gap class fired on the reachable-gap tasks — no RL-shaped verdict"
     else:
-        head = "No reachable gap: B unlocks no train/dev task that A fails"
+        head = f"No reachable gap: {B} unlocks no train/dev task that {A} fails"
     text = f"{head}. {n_text}. {hold_text}."
     if directional:
         text += " Directional only: " + "; ".join(reasons) + "."
@@ -493,8 +523,9 @@ def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
 
 def regressions(s: dict[str, Any]) -> dict[str, Any]:
     """A✓B✗ is always surfaced: a stronger model that loses tasks is not strictly better."""
+    A, B = s["baseline"]["label"] or "A", s["candidate"]["label"] or "B"
     tr, ho = s["matrix"]["train"]["regression"], s["matrix"]["holdout"]["regression"]
     n = tr["count"] + ho["count"]
-    text = (f"B loses {n} task(s) A passes ({tr['count']} train/dev, {ho['count']} holdout) — "
-            "B is not strictly better." if n else "No regressions: B passes every shared task A passes.")
+    text = (f"{B} loses {n} task(s) {A} passes ({tr['count']} train/dev, {ho['count']} holdout) — "
+            f"{B} is not strictly better." if n else f"No regressions: {B} passes every shared task {A} passes.")
     return {"count": n, "train": tr["tasks"], "holdout": ho["tasks"], "text": text}

@@ -8,6 +8,7 @@ hold 400,000 messages, and the report never needs more than short, redacted snip
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +53,9 @@ class Features:
     invalid_calls: int = 0
     invalid_reasons: list[str] = field(default_factory=list)
     malformed_messages: int = 0
-    first_error: str | None = None  # redacted, truncated text of the first error result
-    final_text: str | None = None  # redacted, truncated last assistant text
+    # Raw, windowed text (not yet redacted): pass through signals.redact_snippet before output.
+    first_error_raw: str | None = None  # the first error result
+    final_text_raw: str | None = None  # the last assistant text
 
     @property
     def tools(self) -> frozenset[str]:
@@ -143,7 +145,9 @@ class TrajectoryRun:
 
     @property
     def display(self) -> str:
-        return self.label or self.model or self.path
+        """Model and file, for one-line summaries."""
+        name = os.path.basename(self.path) + (f"#{self.selector}" if self.selector else "")
+        return f"{self.model} ({name})" if self.model else name
 
     def summary(self) -> dict[str, Any]:
         """Pass rate and budget totals over primary attempts (export fields only)."""

@@ -13,11 +13,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..redact import REDACTED, redact_text
+from ..redact import redact_text
 from .model import ERROR_KINDS, Call, Features
 
 SNIPPET = 240
 ARGS_KEY_MAX = 240
+
+_decode = json.JSONDecoder().decode
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 # -- finish reasons -------------------------------------------------------------------------------
 
@@ -103,8 +106,21 @@ _HTTP = re.compile(
     r"Method Not Allowed|Not Acceptable|Request Timeout|Conflict|Gone|Unprocessable|Too Many "
     r"Requests|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Timeout)"
 )
-_EXCEPTION = re.compile(r"(?i)^\W{0,3}(?:error|exception|traceback|fatal|failed)\b|Traceback \(most recent")
+_EXCEPTION = re.compile(r"(?i)\W{0,3}(?:error|exception|traceback|fatal|failed)\b")
 _EMPTY = frozenset({"", "[]", "{}", "null", "none", '""', "''"})
+_HTTP_HINT = re.compile(r"[45]\d\d")
+
+
+def _has_invalid_hint(low: str) -> bool:
+    """Literal pre-check on lower-cased text: case-insensitive regex alternations are slow."""
+    return ("valid" in low or "missing" in low or "unexpected" in low or "json" in low
+            or "could not" in low or "schema" in low)
+
+
+def _has_any_hint(low: str) -> bool:
+    """True unless the text cannot be any error kind (most tool results stop here)."""
+    return (_has_invalid_hint(low) or "error" in low or "exception" in low or "traceback" in low
+            or "fatal" in low or "failed" in low or '"status' in low or bool(_HTTP_HINT.search(low)))
 
 
 def content_text(content: Any) -> str:
@@ -129,11 +145,17 @@ def content_text(content: Any) -> str:
 
 
 def _http_kind(text: str) -> str | None:
+    if not _HTTP_HINT.search(text):  # cheap pre-check: most results carry no 4xx/5xx digits
+        return None
     m = _HTTP.search(text)
     if not m:
         return None
     code = next(g for g in m.groups() if g)
     return "http_5xx" if code.startswith("5") else "http_4xx"
+
+
+def _invalid_args(text: str, low: str | None = None) -> bool:
+    return _has_invalid_hint(text.lower() if low is None else low) and bool(_INVALID_ARGS.search(text))
 
 
 def classify_result(message: Mapping[str, Any]) -> str:
@@ -142,26 +164,30 @@ def classify_result(message: Mapping[str, Any]) -> str:
     if err:
         etype = err.get("type") if isinstance(err, Mapping) else None
         emsg = err.get("message") if isinstance(err, Mapping) else str(err)
-        if etype == "parsing" or _INVALID_ARGS.search(str(emsg or "")):
+        if etype == "parsing" or _invalid_args(str(emsg or "")):
             return "invalid_args"
         return _http_kind(str(emsg or "")[:500]) or "exception"
-    text = content_text(message.get("content")).strip()
-    if text.lower() in _EMPTY:
+    content = message.get("content")
+    text = (content if isinstance(content, str) else content_text(content)).strip()
+    if len(text) <= 6 and text.lower() in _EMPTY:
         return "empty"
     head = text[:500]
-    if _INVALID_ARGS.search(head):
+    low = head.lower()
+    if not _has_any_hint(low) and message.get("is_error") is not True:
+        return "ok"
+    if _invalid_args(head, low):
         return "invalid_args"
     http = _http_kind(head)
     if http:
         return http
-    if message.get("is_error") is True or _EXCEPTION.search(head):
+    if message.get("is_error") is True or _EXCEPTION.match(head) or "Traceback (most recent" in head:
         return "exception"
     if head.startswith("{") and ('"error' in head or '"status' in head) and len(text) < 100_000:
         try:
-            obj = json.loads(text)
+            obj = _decode(text)
         except ValueError:
             obj = None
-        if isinstance(obj, Mapping):
+        if isinstance(obj, dict):
             if obj.get("error") or obj.get("errors"):
                 return "exception"
             code = obj.get("status_code", obj.get("status"))
@@ -173,6 +199,7 @@ def classify_result(message: Mapping[str, Any]) -> str:
 # -- tool calls -------------------------------------------------------------------------------------
 
 _URL_KEYS = ("url", "endpoint", "path", "route", "uri", "api", "href", "resource")
+_URL_KEYSET = frozenset(_URL_KEYS)
 _METHOD_KEYS = ("method", "http_method", "verb")
 _ID_SEGMENT = re.compile(
     r"^(?:\d+|[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I
@@ -185,7 +212,7 @@ def endpoint_of(args: Any) -> str | None:
     Host and query string are dropped; numeric, hex and UUID path segments become `{id}`, so two
     calls to the same route with different ids count as one endpoint.
     """
-    if not isinstance(args, Mapping):
+    if not isinstance(args, dict) or _URL_KEYSET.isdisjoint(args):
         return None
     raw = next((args[k] for k in _URL_KEYS if isinstance(args.get(k), str) and args[k].strip()), None)
     if raw is None:
@@ -202,7 +229,7 @@ def endpoint_of(args: Any) -> str | None:
 
 
 def _args_key(args: Any) -> str:
-    text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = _encode(args)
     if len(text) > ARGS_KEY_MAX:
         digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
         text = f"{text[: ARGS_KEY_MAX - 20]}…#{digest}"
@@ -240,7 +267,9 @@ def schema_problem(args: Mapping[str, Any], schema: Mapping[str, Any]) -> str | 
     A deliberately small check — top-level object properties only — so rundiff needs no
     jsonschema dependency; nested schemas are not descended into.
     """
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     for key in schema.get("required") or []:
         if key not in args:
             return f"missing required argument '{key}'"
@@ -250,7 +279,7 @@ def schema_problem(args: Mapping[str, Any], schema: Mapping[str, Any]) -> str | 
             return f"unknown argument '{extra[0]}'"
     for key, value in args.items():
         spec = props.get(key)
-        if not isinstance(spec, Mapping):
+        if not isinstance(spec, dict):
             continue
         if "type" in spec and not _type_ok(value, spec["type"]):
             return f"argument '{key}' should be {spec['type']}"
@@ -277,10 +306,10 @@ def parse_tool_schemas(tools: Any) -> dict[str, Mapping[str, Any]] | None:
 
 def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None) -> tuple[Call, str | None] | None:
     """A Call (and its id) from an OpenAI or Inspect shaped tool call; None if it has no name."""
-    if not isinstance(tc, Mapping):
+    if not isinstance(tc, dict):
         return None
     fn = tc.get("function")
-    if isinstance(fn, Mapping):  # OpenAI: {"function": {"name", "arguments": "<json>"}}
+    if isinstance(fn, dict):  # OpenAI: {"function": {"name", "arguments": "<json>"}}
         name = fn.get("name")
         raw_args = fn.get("arguments")
     else:  # Inspect: {"function": "name", "arguments": {...}}; flat: {"name", "arguments"|"input"}
@@ -297,13 +326,13 @@ def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None) -> tupl
             args = {}
         else:
             try:
-                args = json.loads(text)
+                args = _decode(text)
             except ValueError:
                 invalid = "arguments are not valid JSON"
                 args = None
     elif raw_args is None:
         args = {}
-    if invalid is None and not isinstance(args, Mapping):
+    if invalid is None and not isinstance(args, dict):
         invalid = "arguments are not a JSON object"
     if tc.get("parse_error"):
         invalid = f"parse error: {str(tc['parse_error'])[:120]}"
@@ -322,23 +351,12 @@ def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None) -> tupl
 
 # -- redaction --------------------------------------------------------------------------------------
 
-_TOKEN_SHAPES = re.compile(
-    r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
-    r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,}|hf_[A-Za-z0-9]{20,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+)"
-)
-_QUOTED_SECRET = re.compile(
-    r"""(?i)(["']?[\w.\-]*(?:api[_-]?key|apikey|token|secret|passw(?:or)?d|authorization|access[_-]?key|private[_-]?key)[\w.\-]*["']?\s*[:=]\s*)(["'])(.*?)\2"""
-)
-
-
 def redact_snippet(text: str | None, limit: int = SNIPPET) -> str | None:
     """Redacted, single-line, truncated text for reports (secrets never reach an output file)."""
     if text is None:
         return None
-    text = _QUOTED_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
-    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = " ".join(text[: limit * 4].split())  # a window: what is shown is redacted whole
     text = redact_text(text)
-    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -363,10 +381,10 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
     final_text: str | None = None
     first_error: str | None = None
     for m in messages:
-        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+        role = m.get("role") if isinstance(m, dict) else None
+        if not isinstance(role, str):
             f.malformed_messages += 1
             continue
-        role = m["role"]
         if role == "assistant":
             f.assistant_turns += 1
             tcs = m.get("tool_calls")
@@ -375,7 +393,7 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
             elif not isinstance(tcs, list):
                 f.malformed_messages += 1
                 tcs = []
-            if isinstance(m.get("function_call"), Mapping):  # legacy single function call
+            if isinstance(m.get("function_call"), dict):  # legacy single function call
                 tcs = [*tcs, {"function": m["function_call"]}]
             for tc in tcs:
                 parsed = parse_call(tc, schemas)
@@ -386,11 +404,14 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
                 f.calls.append(call)
                 if call_id:
                     by_id[call_id] = call
-            text = content_text(m.get("content"))
-            if text.strip():
-                final_text = text
+            content = m.get("content")
+            if content:
+                text = content if isinstance(content, str) else content_text(content)
+                if text.strip():
+                    final_text = text
         elif role in ("tool", "function", "ipython"):
-            call = by_id.pop(m["tool_call_id"], None) if isinstance(m.get("tool_call_id"), str) else None
+            tcid = m.get("tool_call_id")
+            call = by_id.pop(tcid, None) if isinstance(tcid, str) else None
             if call is None:
                 while unresolved < len(f.calls) and f.calls[unresolved].result is not None:
                     unresolved += 1
@@ -403,7 +424,7 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
             call.result = kind
             if kind != "ok" and first_error is None:
                 err = m.get("error")
-                first_error = (err.get("message") if isinstance(err, Mapping) else None) or (
+                first_error = (err.get("message") if isinstance(err, dict) else None) or (
                     content_text(m.get("content")) or f"({kind})")
             if kind == "invalid_args" and call.valid:
                 call.valid = False
@@ -414,8 +435,9 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
             f.invalid_calls += 1
             if len(f.invalid_reasons) < 5:
                 f.invalid_reasons.append(f"{c.name}: {c.invalid_reason}")
-    f.first_error = redact_snippet(first_error)
-    f.final_text = redact_snippet(final_text)
+    # Redaction is deferred to output time (only --samples snippets are ever shown); keep a window.
+    f.first_error_raw = None if first_error is None else first_error[: SNIPPET * 4]
+    f.final_text_raw = None if final_text is None else final_text[: SNIPPET * 4]
     return f
 
 

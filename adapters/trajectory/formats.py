@@ -1,0 +1,653 @@
+"""Importers: native trajectory exports, Inspect AI eval logs and τ-bench files → TrajectoryRun.
+
+Every importer yields the same `TrajectoryRun` of `TaskRecord`s, with repeats (Inspect epochs,
+τ-bench trials, native `repeat`/`trial`/`epoch` fields) kept beside the primary attempt. Bad input
+never raises a traceback: an unreadable file is an `InputError`; a bad record, message or JSONL
+line is skipped and counted on the run (`run.skipped`), and the report shows the counts.
+
+Inspect logs are read with `inspect_ai`'s own reader when it is installed (`rundiff[inspect]`).
+Without it, rundiff reads log format versions 1–2 directly (a `.eval` is a zip of JSON, a `.json`
+log is one JSON document) and notes it; other versions raise `MissingDependencyError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from rundiff_core.errors import InputError, MissingDependencyError
+from rundiff_core.trajectories.model import TaskRecord, TrajectoryRun
+from rundiff_core.trajectories.signals import (
+    TIMEOUT_RAW,
+    analyze_messages,
+    normalize_reason,
+    parse_tool_schemas,
+    pick_finish,
+)
+
+HOLDOUT_SPLITS = frozenset({"holdout", "frozen", "test_holdout", "heldout", "held_out", "frozen_holdout"})
+SELECTOR_KEYS = ("trial", "epoch", "repeat")
+INSPECT_DIRECT_VERSIONS = (1, 2)
+FORMAT_HINT = ("trajectory exports are JSON (a list of records, or an object with `records`) or "
+               "JSONL, Inspect .eval/.json logs, or τ-bench result files")
+
+_SELECTOR = re.compile(r"^(?P<path>.+)#(?P<key>trial|epoch|repeat)=(?P<value>-?\d+)$")
+
+
+def split_selector(locator: str) -> tuple[str, tuple[str, int] | None]:
+    """`file.json#trial=2` → (`file.json`, ("trial", 2)); a plain path has no selector."""
+    m = _SELECTOR.match(locator)
+    if not m:
+        return locator, None
+    return m["path"], (m["key"], int(m["value"]))
+
+
+def read_trajectory_run(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
+    """Load any supported export into a TrajectoryRun (format chosen from the file's first bytes)."""
+    if not os.path.exists(path):
+        raise InputError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a directory", hint="name one export file (or use `rundiff ls traj:DIR`)")
+    kind = detect_format(path)
+    if kind == "inspect":
+        run = load_inspect(path, selector)
+    elif kind == "taubench":
+        run = load_taubench(path, selector)
+    else:
+        run = load_native(path, selector)
+    if selector is not None:
+        run.selector = f"{selector[0]}={selector[1]}"
+        if not run.records:
+            raise InputError(f"{path} has no records with {selector[0]}={selector[1]}",
+                             hint="check the trial/epoch/repeat index")
+    _summarise_skips(run)
+    return run
+
+
+def detect_format(path: str) -> str:
+    """`inspect`, `taubench` or `traj`, from the extension and the first 64 KiB."""
+    if path.lower().endswith(".eval"):
+        return "inspect"
+    with open(path, "rb") as fh:
+        head = fh.read(65536).decode("utf-8", "ignore")
+    if re.match(r'\s*\{\s*"version"\s*:\s*\d+', head) and '"eval"' in head:
+        return "inspect"
+    if re.match(r'\s*\[\s*\{\s*"task_id"', head) and '"reward"' in head:
+        return "taubench"
+    return "traj"
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _load_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = fh.read()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text (byte {exc.start})", hint=FORMAT_HINT) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not raw.strip():
+        raise InputError(f"{path} is empty", hint=FORMAT_HINT)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                         hint=FORMAT_HINT + "; a truncated .json cannot be recovered — re-export it") from exc
+
+
+def _drain(items: list[Any]) -> Iterator[tuple[int, Any]]:
+    """Enumerate a parsed list, releasing each element once used (bodies die as features are made)."""
+    for i in range(len(items)):
+        obj, items[i] = items[i], None
+        yield i, obj
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    n = _num(value)
+    return int(n) if n is not None and n == int(n) else None
+
+
+def _truthy_flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "y")
+    return bool(value)
+
+
+def _status_without_outcome(raw_status: Any, finish: str, finish_raw: str | None) -> str:
+    norm = normalize_reason(raw_status) or ""
+    if norm in ("crash", "crashed", "error", "errored", "exception", "failed"):
+        return "crash"
+    if norm in ("timeout", "timed_out"):
+        return "timeout"
+    if (normalize_reason(finish_raw) or "") in TIMEOUT_RAW:
+        return "timeout"
+    if finish == "error":
+        return "crash"
+    return "unscored"
+
+
+def _summarise_skips(run: TrajectoryRun) -> None:
+    for reason, n in sorted(run.skipped.items()):
+        run.note(f"{n} {reason} skipped")
+
+
+# -- native export -----------------------------------------------------------------------------------
+
+
+def _iter_jsonl(path: str, run: TrajectoryRun) -> Iterator[tuple[int, Any]]:
+    """(line number, object) per good line; corrupt lines and a torn last line are counted."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    good = bad = 0
+    with fh:
+        for i, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                bad += 1
+                if not line.endswith(b"\n"):
+                    run.skip("truncated last JSONL line")
+                    run.note(f"line {i} is cut short (file still being written?)")
+                else:
+                    run.skip("corrupt JSONL line")
+                continue
+            good += 1
+            yield i, obj
+    if not good and bad:
+        raise InputError(f"{path} has no readable JSON line ({bad} corrupt)", hint=FORMAT_HINT)
+
+
+def _apply_meta(run: TrajectoryRun, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Run metadata (model, harness, task set, tool access, tool schemas); returns the schemas."""
+    merged: dict[str, Any] = {}
+    for key in ("run", "metadata", "meta"):
+        if isinstance(meta.get(key), Mapping):
+            merged.update(meta[key])
+    merged.update({k: v for k, v in meta.items() if k not in ("run", "metadata", "meta", "records")})
+
+    def first(*keys: str) -> Any:
+        return next((merged[k] for k in keys if merged.get(k) not in (None, "")), None)
+
+    def text(v: Any) -> str | None:
+        return None if v is None else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+
+    run.model = text(first("model", "model_id", "model_name")) or run.model
+    run.schema = text(first("schema", "schema_version"))
+    run.task_set = text(first("task_set", "benchmark", "eval", "dataset", "suite"))
+    run.harness = text(first("harness", "agent_harness"))
+    run.tool_access = text(first("tool_access", "tool_access_mode", "tool_mode"))
+    status = normalize_reason(first("status"))
+    if status in ("cancelled", "canceled", "interrupted", "aborted"):
+        run.status = "cancelled"
+    elif status in ("error", "crashed", "failed"):
+        run.status = "error"
+    tasks = first("tasks", "task_names")
+    if isinstance(tasks, list) and all(isinstance(t, str | int) for t in tasks):
+        run.expected = [str(t) for t in tasks]
+    schemas = parse_tool_schemas(first("tools", "tool_schemas"))
+    if schemas:
+        run.tool_names = frozenset(schemas)
+    run.meta = {k: v for k, v in merged.items() if k not in ("tools", "tool_schemas", "tasks")}
+    return schemas
+
+
+def _native_passed(obj: Mapping[str, Any], score: float | None) -> bool | None:
+    passed = obj.get("passed")
+    if isinstance(passed, bool):
+        return passed
+    if isinstance(passed, int) and passed in (0, 1):
+        return bool(passed)
+    results = obj.get("assertion_results")
+    if isinstance(results, list) and results:
+        flags = []
+        for r in results:
+            if isinstance(r, bool):
+                flags.append(r)
+            elif isinstance(r, Mapping):
+                v = next((r[k] for k in ("passed", "ok", "success", "pass") if isinstance(r.get(k), bool)), None)
+                if v is not None:
+                    flags.append(v)
+        if flags:
+            return all(flags)
+    if score is not None:
+        return score >= 1 - 1e-6
+    return None
+
+
+def _native_finish(obj: Mapping[str, Any]) -> tuple[str | None, str]:
+    candidates: list[Any] = []
+    end = obj.get("end_state")
+    if isinstance(end, str):
+        candidates.append(end)
+    elif isinstance(end, Mapping):
+        candidates.extend(end.get(k) for k in ("status", "reason", "finish_reason", "state"))
+    reasons = obj.get("finish_reasons", obj.get("finish_reason"))
+    if isinstance(reasons, list):
+        candidates.extend(reversed([r for r in reasons if isinstance(r, str)]))
+    elif isinstance(reasons, str):
+        candidates.append(reasons)
+    return pick_finish(candidates)
+
+
+def native_record(obj: Any, position: int, run: TrajectoryRun,
+                  schemas: Mapping[str, Any] | None) -> TaskRecord | None:
+    """One native record → TaskRecord; None (and a counted skip) when it cannot be keyed."""
+    if not isinstance(obj, Mapping):
+        run.skip("record that is not a JSON object")
+        return None
+    name = obj.get("name")
+    if isinstance(name, bool) or not isinstance(name, str | int) or not str(name).strip():
+        run.skip("record without `name`")
+        return None
+    rec_schemas = parse_tool_schemas(obj.get("tools")) or schemas
+    features = analyze_messages(obj.get("messages"), rec_schemas)
+    if features.malformed_messages:
+        run.skip("malformed message", features.malformed_messages)
+    score = _num(obj.get("score"))
+    passed = _native_passed(obj, score)
+    finish_raw, finish = _native_finish(obj)
+    steps_raw = obj.get("steps")
+    steps = len(steps_raw) if isinstance(steps_raw, list) else _int(steps_raw)
+    split = obj.get("split") if isinstance(obj.get("split"), str) else None
+    holdout = (_truthy_flag(obj.get("holdout")) or _truthy_flag(obj.get("frozen"))
+               or (split or "").strip().lower() in HOLDOUT_SPLITS)
+    repeat = next((_int(obj.get(k)) for k in ("repeat", "trial", "epoch") if _int(obj.get(k)) is not None), None)
+    rec = TaskRecord(
+        name=str(name).strip(),
+        id=None if obj.get("id") is None else str(obj.get("id")),
+        passed=passed,
+        score=score,
+        steps=steps if steps is not None else features.assistant_turns,
+        steps_source="export" if steps is not None else "counted",
+        finish_raw=finish_raw,
+        finish=finish,
+        holdout=holdout,
+        split=split,
+        repeat=repeat,
+        position=position,
+        input_tokens=_num(obj.get("input_tokens")),
+        output_tokens=_num(obj.get("output_tokens")),
+        cost=_num(obj.get("cost")),
+        features=features,
+    )
+    if passed is None:
+        rec.status = _status_without_outcome(obj.get("status"), finish, finish_raw)
+    return rec
+
+
+def load_native(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
+    """A native export: JSON list, JSON object with `records`, or JSONL (optional `run` line)."""
+    run = TrajectoryRun(path=path, format="traj", model=_stem(path))
+    schemas: Mapping[str, Any] | None = None
+    records: Iterable[tuple[int, Any]]
+    if path.lower().endswith((".jsonl", ".ndjson")):
+        def jsonl_records() -> Iterator[tuple[int, Any]]:
+            nonlocal schemas
+            for line_no, obj in _iter_jsonl(path, run):
+                if isinstance(obj, Mapping) and "name" not in obj and (
+                        isinstance(obj.get("run"), Mapping) or obj.get("type") in ("run", "meta", "metadata")):
+                    schemas = _apply_meta(run, obj if not isinstance(obj.get("run"), Mapping) else obj["run"])
+                    continue
+                yield line_no, obj
+        records = jsonl_records()
+    else:
+        data = _load_json(path)
+        if isinstance(data, Mapping):
+            if not isinstance(data.get("records"), list):
+                raise InputError(f"{path} is a JSON object without a `records` list", hint=FORMAT_HINT)
+            schemas = _apply_meta(run, data)
+            data = data["records"]
+        if not isinstance(data, list):
+            raise InputError(f"{path} holds a JSON {type(data).__name__}, not a list of records",
+                             hint=FORMAT_HINT)
+        records = _drain(data)
+    dup = 0
+    for position, obj in records:
+        rec = native_record(obj, position, run, schemas)
+        if rec is None:
+            continue
+        if selector is not None and rec.repeat != selector[1]:
+            continue
+        if rec.name in run.records and rec.repeat is None:
+            dup += 1
+        run.add(rec)
+    if dup:
+        run.note(f"{dup} record(s) repeat a task name without a repeat index: treated as repeats")
+    if not run.records and selector is None:
+        why = ", ".join(f"{n} {r}" for r, n in sorted(run.skipped.items())) or "the export is empty"
+        raise InputError(f"{path} has no usable trajectory record ({why})",
+                         hint="every record needs a stable `name` (the task key; `id` is only an index)")
+    return run
+
+
+def _stem(path: str) -> str:
+    base = os.path.basename(path)
+    for ext in (".jsonl", ".ndjson", ".json", ".eval"):
+        if base.lower().endswith(ext):
+            return base[: -len(ext)]
+    return base
+
+
+# -- Inspect AI --------------------------------------------------------------------------------------
+
+_INSPECT_LETTERS = {"C": True, "I": False, "P": False, "N": False}
+
+
+def inspect_value(value: Any) -> tuple[bool | None, float | None]:
+    """(passed, score) from an Inspect score value: C/I/P/N letters, bools, numbers (≈1 passes)."""
+    if isinstance(value, bool):
+        return value, float(value)
+    if isinstance(value, int | float):
+        return float(value) >= 1 - 1e-6, float(value)
+    if isinstance(value, str):
+        letter = value.strip().upper()
+        if letter in _INSPECT_LETTERS:
+            return _INSPECT_LETTERS[letter], {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}[letter]
+        n = _num(value)
+        if n is not None:
+            return n >= 1 - 1e-6, n
+    return None, None
+
+
+def load_inspect(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
+    """An Inspect eval log (.eval or .json); epochs are repeats, the lowest epoch is primary."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "inspect_ai":
+            raise
+        header, samples = _inspect_direct(path)
+        run = _inspect_build(path, header, samples, selector)
+        run.note("read without inspect_ai (direct JSON reader); install rundiff[inspect] for "
+                 "Inspect's own log reader")
+        return run
+    try:
+        try:
+            log = read_eval_log(path, resolve_attachments=True, exclude_fields={"events"})
+        except TypeError:  # inspect_ai releases before exclude_fields
+            log = read_eval_log(path, resolve_attachments=True)
+    except Exception as exc:  # inspect raises many types; none is a rundiff bug
+        raise InputError(f"inspect_ai could not read {path}: {type(exc).__name__}: {exc}",
+                         hint="is this an Inspect eval log? try `inspect log dump` on it") from exc
+    header = log.model_dump(mode="json", exclude={"samples", "reductions"})
+    drop = {"events", "attachments", "events_data", "timelines", "store"}
+    samples = (s.model_dump(mode="json", exclude=drop) for s in (log.samples or []))
+    return _inspect_build(path, header, samples, selector)
+
+
+def _inspect_direct(path: str) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """Header and samples read straight from the log's JSON (no inspect_ai)."""
+    if path.lower().endswith(".eval"):
+        try:
+            zf = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise InputError(f"{path} is not a readable Inspect .eval archive ({exc})",
+                             hint="a .eval log is a zip file; was it truncated while copying?") from exc
+        names = set(zf.namelist())
+        head_name = "header.json" if "header.json" in names else "_journal/start.json"
+        if head_name not in names:
+            raise InputError(f"{path} has neither header.json nor _journal/start.json", hint=FORMAT_HINT)
+        header = _zip_json(zf, path, head_name)
+        if head_name != "header.json":
+            header.setdefault("status", "started")
+        _check_inspect_version(path, header)
+        sample_names = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")),
+                              key=_sample_sort_key)
+
+        def samples() -> Iterator[dict[str, Any]]:
+            with zf:
+                for name in sample_names:
+                    yield _resolve_attachments(_zip_json(zf, path, name))
+
+        return header, samples()
+    data = _load_json(path)
+    if not isinstance(data, Mapping) or "eval" not in data:
+        raise InputError(f"{path} is not an Inspect eval log (no `eval` header)", hint=FORMAT_HINT)
+    _check_inspect_version(path, data)
+    header = {k: v for k, v in data.items() if k != "samples"}
+    return header, (_resolve_attachments(s) for s in (data.get("samples") or []) if isinstance(s, Mapping))
+
+
+def _sample_sort_key(name: str) -> tuple[Any, ...]:
+    m = re.match(r"samples/(.+)_epoch_(\d+)\.json$", name)
+    if not m:
+        return (1, name)
+    sid = m.group(1)
+    return (0, (0, int(sid), "") if sid.isdigit() else (1, 0, sid), int(m.group(2)))
+
+
+def _zip_json(zf: zipfile.ZipFile, path: str, name: str) -> dict[str, Any]:
+    try:
+        data = json.loads(zf.read(name))
+    except (ValueError, zipfile.BadZipFile, OSError, KeyError) as exc:
+        raise InputError(f"{path}: member {name} is unreadable ({exc})") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: member {name} is not a JSON object")
+    return data
+
+
+def _check_inspect_version(path: str, header: Mapping[str, Any]) -> None:
+    version = header.get("version")
+    if version not in INSPECT_DIRECT_VERSIONS:
+        raise MissingDependencyError(
+            f"{path} is an Inspect log of format version {version!r}, which rundiff reads only "
+            "through inspect_ai",
+            hint="pip install 'rundiff[inspect]'",
+        )
+
+
+def _resolve_attachments(sample: dict[str, Any]) -> dict[str, Any]:
+    atts = sample.get("attachments")
+    if not isinstance(atts, Mapping) or not atts:
+        return sample
+
+    def res(v: Any) -> Any:
+        if isinstance(v, str) and v.startswith("attachment://"):
+            return atts.get(v[len("attachment://"):], v)
+        return v
+
+    for m in sample.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        m["content"] = res(m.get("content"))
+        if isinstance(m["content"], list):
+            for part in m["content"]:
+                if isinstance(part, dict) and "text" in part:
+                    part["text"] = res(part["text"])
+    return sample
+
+
+def _inspect_build(path: str, header: Mapping[str, Any], samples: Iterable[Mapping[str, Any]],
+                   selector: tuple[str, int] | None) -> TrajectoryRun:
+    ev = header.get("eval") if isinstance(header.get("eval"), Mapping) else {}
+    status = str(header.get("status") or "unknown")
+    run = TrajectoryRun(
+        path=path,
+        format="inspect",
+        model=ev.get("model"),
+        task_set=ev.get("task"),
+        harness="inspect_ai",
+        status={"success": "complete", "cancelled": "cancelled", "error": "error",
+                "started": "incomplete"}.get(status, status),
+        meta={"run_id": ev.get("run_id"), "task_id": ev.get("task_id"), "created": ev.get("created"),
+              "inspect_status": status},
+    )
+    if status != "success":
+        run.note(f"Inspect log status is '{status}': samples may be missing")
+    dataset = ev.get("dataset") if isinstance(ev.get("dataset"), Mapping) else {}
+    if isinstance(dataset.get("sample_ids"), list):
+        run.expected = [str(s) for s in dataset["sample_ids"]]
+    scorer_names = [s.get("name") for s in ev.get("scorers") or [] if isinstance(s, Mapping)]
+    used_scorer: set[str] = set()
+    for position, s in enumerate(samples):
+        if not isinstance(s, Mapping) or s.get("id") is None:
+            run.skip("sample without id")
+            continue
+        epoch = _int(s.get("epoch")) or 1
+        if selector is not None and epoch != selector[1]:
+            continue
+        rec = _inspect_record(s, position, scorer_names, used_scorer, run)
+        rec.repeat = epoch
+        run.add(rec)
+    if len(used_scorer) == 1:
+        run.meta["scorer"] = next(iter(used_scorer))
+    elif used_scorer:
+        run.note(f"samples scored by different scorers: {sorted(used_scorer)}")
+    unscored = sum(1 for r in run.records.values() if not r.has_outcome)
+    if unscored:
+        run.note(f"{unscored} sample(s) have no score: left out of the outcome matrix")
+    return run
+
+
+def _inspect_record(s: Mapping[str, Any], position: int, scorer_names: list[Any],
+                    used: set[str], run: TrajectoryRun) -> TaskRecord:
+    scores = s.get("scores") if isinstance(s.get("scores"), Mapping) else {}
+    passed = score = None
+    if scores:
+        name = next((n for n in scorer_names if n in scores), next(iter(scores)))
+        used.add(str(name))
+        value = scores[name].get("value") if isinstance(scores[name], Mapping) else scores[name]
+        passed, score = inspect_value(value)
+    features = analyze_messages(s.get("messages"), None)
+    if features.malformed_messages:
+        run.skip("malformed message", features.malformed_messages)
+    candidates: list[Any] = []
+    if s.get("error"):
+        candidates.append("error")
+    limit = s.get("limit")
+    if isinstance(limit, Mapping) and limit.get("type"):
+        candidates.append(f"limit:{limit['type']}")
+    output = s.get("output") if isinstance(s.get("output"), Mapping) else {}
+    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+    if choices and isinstance(choices[0], Mapping):
+        candidates.append(choices[0].get("stop_reason"))
+    candidates.append(output.get("stop_reason"))
+    finish_raw, finish = pick_finish(candidates)
+    usage = s.get("model_usage") if isinstance(s.get("model_usage"), Mapping) else {}
+    tin = [_num(u.get("input_tokens")) for u in usage.values() if isinstance(u, Mapping)]
+    tout = [_num(u.get("output_tokens")) for u in usage.values() if isinstance(u, Mapping)]
+    cost = [_num(u.get("total_cost")) for u in usage.values() if isinstance(u, Mapping)]
+    meta = s.get("metadata") if isinstance(s.get("metadata"), Mapping) else {}
+    split = meta.get("split") if isinstance(meta.get("split"), str) else None
+    rec = TaskRecord(
+        name=str(s["id"]),
+        id=str(s["id"]),
+        passed=passed,
+        score=score,
+        steps=features.assistant_turns,
+        steps_source="counted",
+        finish_raw=finish_raw,
+        finish=finish,
+        holdout=_truthy_flag(meta.get("holdout")) or _truthy_flag(meta.get("frozen"))
+        or (split or "").lower() in HOLDOUT_SPLITS,
+        split=split,
+        position=position,
+        input_tokens=sum(v for v in tin if v is not None) if any(v is not None for v in tin) else None,
+        output_tokens=sum(v for v in tout if v is not None) if any(v is not None for v in tout) else None,
+        cost=sum(v for v in cost if v is not None) if any(v is not None for v in cost) else None,
+        features=features,
+    )
+    if passed is None:
+        rec.status = _status_without_outcome("error" if s.get("error") else None, finish, finish_raw)
+    return rec
+
+
+# -- τ-bench -----------------------------------------------------------------------------------------
+
+_TAU_ENVS = ("airline", "retail")
+
+
+def load_taubench(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
+    """A τ-bench results file: trials are repeats (trial 0 primary); success = reward ≈ 1.
+
+    The finish reason is inferred (τ-bench records none): the user simulator's `###STOP###` →
+    completed; a final `transfer_to_human_agents` call → gave_up; otherwise the conversation was cut
+    by the step budget → max_steps. A record whose `info` carries an `error` crashed (no outcome).
+    """
+    data = _load_json(path)
+    if not isinstance(data, list):
+        raise InputError(f"{path} is not a τ-bench results list", hint=FORMAT_HINT)
+    stem = _stem(path)
+    run = TrajectoryRun(path=path, format="taubench", harness="tau-bench", model=stem)
+    env = None
+    for position, r in _drain(data):
+        if not isinstance(r, Mapping) or r.get("task_id") is None:
+            run.skip("record without task_id")
+            continue
+        trial = _int(r.get("trial"))
+        if selector is not None and trial != selector[1]:
+            continue
+        traj = r.get("traj")
+        env = env or _tau_env(traj)
+        features = analyze_messages(traj, None)
+        if features.malformed_messages:
+            run.skip("malformed message", features.malformed_messages)
+        info = r.get("info") if isinstance(r.get("info"), Mapping) else {}
+        reward = _num(r.get("reward"))
+        crashed = bool(info.get("error"))
+        finish_raw = "error" if crashed else _tau_finish(traj)
+        passed = None if crashed or reward is None else abs(reward - 1.0) <= 1e-6
+        rec = TaskRecord(
+            name=str(r["task_id"]),
+            id=str(r["task_id"]),
+            passed=passed,
+            score=reward,
+            steps=features.assistant_turns,
+            steps_source="counted",
+            finish_raw=finish_raw,
+            finish=pick_finish([finish_raw])[1],
+            repeat=trial,
+            position=position,
+            features=features,
+        )
+        if passed is None:
+            rec.status = "crash" if crashed else "unscored"
+        run.add(rec)
+    if env is None:
+        env = next((e for e in _TAU_ENVS if e in stem.lower().split("-")), None)
+        if env:
+            run.model = "-".join(p for p in stem.split("-") if p.lower() != env) or stem
+    elif stem.lower().endswith(f"-{env}"):
+        run.model = stem[: -len(env) - 1]
+    run.task_set = f"tau-bench/{env}" if env else None
+    run.note("τ-bench finish reasons are inferred from the last message (see docs/trajectories.md)")
+    return run
+
+
+def _tau_env(traj: Any) -> str | None:
+    if isinstance(traj, list) and traj and isinstance(traj[0], Mapping) and traj[0].get("role") == "system":
+        first = str(traj[0].get("content") or "")[:200].lower()
+        return next((e for e in _TAU_ENVS if e in first), None)
+    return None
+
+
+def _tau_finish(traj: Any) -> str:
+    if not isinstance(traj, list) or not traj or not isinstance(traj[-1], Mapping):
+        return "unknown"
+    last = traj[-1]
+    if last.get("role") == "tool" and last.get("name") == "transfer_to_human_agents":
+        return "transfer_to_human"
+    if last.get("role") == "user" and "###STOP###" in str(last.get("content") or ""):
+        return "user_stop"
+    return "max_steps"
