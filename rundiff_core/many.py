@@ -25,24 +25,43 @@ GPU_KEYS = re.compile(r"(^|\.)(n_?gpus?|num_?gpus?|gpu_?count|gpus_per_node|worl
 RUNTIME_KEYS = ("_runtime", "runtime", "duration", "elapsed", "train_runtime", "wall_time")
 
 
-def load_sources(sources: Sequence[str], *, progress: bool | None = None) -> list[Run]:
-    """Every run of every address, with a rich progress bar on a terminal when there are many."""
+def load_sources(
+    sources: Sequence[str], *, progress: bool | None = None, histories: bool = True
+) -> list[Run]:
+    """Every run of every address, histories loaded on a small thread pool (the parsers release
+    the GIL), with a rich progress bar on a terminal when there are many runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from .resolve import open_source
 
     opened = [(raw, open_source(raw)) for raw in sources]
     refs = [(src, ref) for _raw, src in opened for ref in src.list_runs()]
-    show = sys.stderr.isatty() if progress is None else progress
-    if not show or len(refs) < 20:
-        return [src.load_run(ref) for src, ref in refs]
-    from rich.progress import Progress
+    show = (sys.stderr.isatty() if progress is None else progress) and len(refs) >= 20
 
-    runs: list[Run] = []
-    with Progress(transient=True) as bar:
-        task = bar.add_task("loading runs", total=len(refs))
-        for src, ref in refs:
-            runs.append(src.load_run(ref))
-            bar.advance(task)
-    return runs
+    def load(item: tuple[Any, Any]) -> Run:
+        src, ref = item
+        run = src.load_run(ref)
+        if histories:
+            run.history()
+        return run
+
+    # Only sources that declare `thread_safe = True` share a pool (clients and sqlite connections
+    # of other adapters may not be safe across threads).
+    parallel = len(refs) > 4 and all(getattr(src, "thread_safe", False) for _raw, src in opened)
+    workers = min(4, (os.cpu_count() or 1) * 2) if parallel else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(load, refs)
+        if not show:
+            return list(results)
+        from rich.progress import Progress
+
+        runs: list[Run] = []
+        with Progress(transient=True) as bar:
+            task = bar.add_task("loading runs", total=len(refs))
+            for run in results:
+                runs.append(run)
+                bar.advance(task)
+        return runs
 
 
 def config_key(run: Run) -> str:

@@ -42,6 +42,10 @@ class RunSource(Protocol):
 class BaseSource:
     """Optional convenience base: stores the address and wires `Run.loader` to `load_history`."""
 
+    #: True when load_run/load_history may run concurrently on several threads (engines then
+    #: load many runs on a small pool). Only claim it for sources with no shared client state.
+    thread_safe: bool = False
+
     def __init__(self, address: Address) -> None:
         self.address = address
 

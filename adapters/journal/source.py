@@ -26,6 +26,8 @@ def display_name(path: str) -> str:
 
 
 class JournalSource(BaseSource):
+    thread_safe = True  # reads files only; no shared state
+
     def __init__(self, address: Address) -> None:
         super().__init__(address)
         self.root = os.path.abspath(os.path.expanduser(address.locator or "."))

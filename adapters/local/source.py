@@ -29,6 +29,8 @@ CONFIG_FILES = ("hparams.yaml", "config.yaml", "config.yml", "params.yaml")
 
 
 class LocalSource(BaseSource):
+    thread_safe = True  # reads files only; no shared state
+
     def __init__(self, address: Address) -> None:
         super().__init__(address)
         self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
