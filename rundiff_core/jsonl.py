@@ -78,15 +78,19 @@ def _read_with_polars(raw: bytes, cut: int) -> pa.Table | None:
         import polars as pl
     except ImportError:
         return None
+    from concurrent.futures import ThreadPoolExecutor
+
     data = memoryview(raw)[:cut]
-    try:
-        frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10_000)
-    except Exception:  # polars raises several error types for malformed input
-        return None
+    with ThreadPoolExecutor(max_workers=1) as pool:  # polars parses without the GIL meanwhile
+        parsed = pool.submit(pl.read_ndjson, io.BytesIO(data), infer_schema_length=10_000)
+        keys_in_text = raw.count(b'":', 0, cut)
+        try:
+            frame = parsed.result()
+        except Exception:  # malformed input, bare NaN…: polars raises several error types
+            return None
     if any(dtype == pl.String or dtype == pl.Object for dtype in frame.schema.values()):
         return None
-    cells = _count_cells(frame)
-    if cells != raw.count(b'":', 0, cut):
+    if _count_cells(frame) != keys_in_text:
         return None
     return frame.to_arrow()
 
@@ -114,11 +118,11 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
     if _NON_SPACE.search(raw, 0, cut) is None:
         result.rows = []
         return result
+    table = _read_with_polars(raw, cut) if cut >= POLARS_MIN_BYTES else None
+    if table is not None:
+        result.table = table
+        return result
     if raw.find(b"NaN", 0, cut) < 0 and raw.find(b"Infinity", 0, cut) < 0:
-        table = _read_with_polars(raw, cut) if cut >= POLARS_MIN_BYTES else None
-        if table is not None:
-            result.table = table
-            return result
         try:
             buf = pa.py_buffer(raw)
             if cut < len(raw):

@@ -138,3 +138,30 @@ def test_history_is_lazy_and_keyed(demo_runs):
     full = run.history()
     assert set(full["key"].astype(str)) == {"loss", "lr", "grad_norm", "eval/accuracy"}
     assert isinstance(full, pd.DataFrame) and list(full.columns) == ["step", "key", "value", "wall_time"]
+
+
+def _big_file(path, rows, extra=None):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "metrics.jsonl"), "w") as fh:
+        for i in range(rows):
+            rec = {"step": i, "loss": 1.0 / (i + 1), "lr": 0.001}
+            if extra:
+                rec.update(extra(i))
+            fh.write(json.dumps(rec) + "\n")
+    assert os.path.getsize(os.path.join(path, "metrics.jsonl")) > 4 << 20  # the polars fast path
+
+
+def test_large_file_keeps_a_key_first_seen_late(tmp_path):
+    """polars infers from the first rows only; rundiff must notice and lose nothing."""
+    _big_file(tmp_path / "r", 90_000, lambda i: {"eval/acc": 0.5} if i >= 80_000 and i % 1000 == 0 else {})
+    h = load_run(f"journal:{tmp_path / 'r'}").history()
+    assert (h["key"].astype(str) == "eval/acc").sum() == 10
+    assert len(h) == 90_000 * 2 + 10
+
+
+def test_large_file_with_a_stray_string_keeps_numbers(tmp_path):
+    _big_file(tmp_path / "r", 90_000, lambda i: {"note": "x"} if i == 70_000 else {"note": 1.0})
+    run = load_run(f"journal:{tmp_path / 'r'}")
+    h = run.history()
+    assert (h["key"].astype(str) == "loss").sum() == 90_000
+    assert (h["key"].astype(str) == "note").sum() == 89_999  # every numeric note; the string is not a point
