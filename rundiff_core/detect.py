@@ -73,6 +73,11 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
     return best
 
 
+# Project-level evidence is ranked by how specific it is, not by sniffing priority: an API key or
+# tracker config names the tracker outright; folders like runs/ only suggest one.
+PROJECT_ORDER = ("wandb", "neptune", "mlflow", "tensorboard", "journal", "local")
+
+
 def detect_project(
     cwd: str | None = None, environ: dict[str, str] | None = None, plugins: Plugins | None = None
 ) -> list[tuple[ProjectClaim, AdapterSpec]]:
@@ -86,4 +91,10 @@ def detect_project(
             spec = plugins.registry.by_name(claim.adapter)
             if spec is not None:
                 out.append((claim, spec))
-    return sorted(out, key=lambda cs: (cs[1].priority, cs[1].name))
+
+    def rank(cs: tuple[ProjectClaim, AdapterSpec]) -> tuple[int, int, str]:
+        name = cs[1].name
+        known = PROJECT_ORDER.index(name) if name in PROJECT_ORDER else len(PROJECT_ORDER)
+        return (known, cs[1].priority, name)
+
+    return sorted(out, key=rank)
