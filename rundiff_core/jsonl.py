@@ -67,7 +67,7 @@ def _torn_tail_cut(raw: memoryview | bytes, name: str, notes: list[str]) -> int:
         return cut
 
 
-def _read_with_polars(raw: bytes, cut: int) -> pa.Table | None:
+def _read_with_polars(path: str, raw: bytes, cut: int) -> pa.Table | None:
     """polars' reader when installed and provably lossless, else None (pyarrow takes over).
 
     polars infers the schema from the first rows and silently drops fields first seen later, and
@@ -80,9 +80,10 @@ def _read_with_polars(raw: bytes, cut: int) -> pa.Table | None:
         return None
     from concurrent.futures import ThreadPoolExecutor
 
-    data = memoryview(raw)[:cut]
+    # The whole file: polars maps the path itself (no copy). A torn tail: parse the good prefix.
+    source = path if cut == len(raw) else io.BytesIO(memoryview(raw)[:cut])
     with ThreadPoolExecutor(max_workers=1) as pool:  # polars parses without the GIL meanwhile
-        parsed = pool.submit(pl.read_ndjson, io.BytesIO(data), infer_schema_length=10_000)
+        parsed = pool.submit(pl.read_ndjson, source, infer_schema_length=10_000)
         keys_in_text = raw.count(b'":', 0, cut)
         try:
             frame = parsed.result()
@@ -118,7 +119,7 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
     if _NON_SPACE.search(raw, 0, cut) is None:
         result.rows = []
         return result
-    table = _read_with_polars(raw, cut) if cut >= POLARS_MIN_BYTES else None
+    table = _read_with_polars(path, raw, cut) if cut >= POLARS_MIN_BYTES else None
     if table is not None:
         result.table = table
         return result

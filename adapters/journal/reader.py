@@ -122,16 +122,19 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
         notes.append(f"{os.path.basename(path)}: non-numeric fields not loaded: {', '.join(text_fields[:8])}")
     if not kept:
         return empty_history(), notes
-    values = np.column_stack(cols).ravel()  # row-major: points stay in logged order
-    present = np.column_stack(masks).ravel()
-    ncols = len(kept)
-    codes = np.tile(np.arange(ncols, dtype=np.int32), nrows)[present]
+    # Key by key: each metric's points stay in logged order (the order that matters for
+    # duplicates and restarts); a fully present column needs no mask at all.
+    idx = [None if m.all() else np.flatnonzero(m) for m in masks]
+    pick = lambda arr, i: arr if i is None else arr[i]  # noqa: E731
+    counts = [nrows if i is None else len(i) for i in idx]
     frame = pd.DataFrame(
         {
-            "step": np.repeat(steps, ncols)[present],
-            "key": pd.Categorical.from_codes(codes, categories=kept),
-            "value": values[present],
-            "wall_time": np.repeat(wall, ncols)[present],
+            "step": np.concatenate([pick(steps, i) for i in idx]),
+            "key": pd.Categorical.from_codes(
+                np.repeat(np.arange(len(kept), dtype=np.int32), counts), categories=kept
+            ),
+            "value": np.concatenate([pick(c, i) for c, i in zip(cols, idx, strict=True)]),
+            "wall_time": np.concatenate([pick(wall, i) for i in idx]),
         },
         copy=False,  # the arrays are fresh; skip pandas' block consolidation copy
     )
