@@ -2,8 +2,8 @@
 
 A `Run` is metadata plus a lazy history. History is always long form — one row per logged point,
 columns `step` (float64, so decimal and non-integer steps survive), `key`, `value` (float64, NaN and
-±inf kept as logged) and `wall_time` (float64 Unix seconds, NaN when the tracker kept none) — in the
-order the points were logged. Duplicate steps and restarts stay as rows; adapters describe them in
+±inf kept as logged) and `wall_time` (float64 Unix seconds, NaN when the tracker kept none) — each
+key's points in the order they were logged (the interleaving of different keys is not kept). Duplicate steps and restarts stay as rows; adapters describe them in
 `Run.fidelity`. This one shape is what fleet export writes, so any run from any backend exports
 to one table (`run_uid`, key, step, value, wall_time) plus a runs table built from `Run.to_record()`.
 """
