@@ -73,9 +73,10 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
     return best
 
 
-# Project-level evidence is ranked by how specific it is, not by sniffing priority: an API key or
-# tracker config names the tracker outright; folders like runs/ only suggest one.
-PROJECT_ORDER = ("wandb", "neptune", "mlflow", "tensorboard", "journal", "local")
+# Project-level claims rank by adapter priority, except that Neptune's evidence (an API token or
+# its config) outranks MLflow's (which may be just an mlruns/ folder): the documented order is
+# W&B, Neptune, MLflow, TensorBoard, journal, local files.
+PROJECT_RANK_OVERRIDES = {"neptune": 15}
 
 
 def detect_project(
@@ -92,9 +93,7 @@ def detect_project(
             if spec is not None:
                 out.append((claim, spec))
 
-    def rank(cs: tuple[ProjectClaim, AdapterSpec]) -> tuple[int, int, str]:
-        name = cs[1].name
-        known = PROJECT_ORDER.index(name) if name in PROJECT_ORDER else len(PROJECT_ORDER)
-        return (known, cs[1].priority, name)
+    def rank(cs: tuple[ProjectClaim, AdapterSpec]) -> tuple[int, str]:
+        return (PROJECT_RANK_OVERRIDES.get(cs[1].name, cs[1].priority), cs[1].name)
 
     return sorted(out, key=rank)

@@ -1,1 +1,106 @@
-"""tensorboard adapter (not yet implemented: registers nothing)."""
+"""The tensorboard adapter's hooks: log directories of `events.out.tfevents.*` files.
+
+Hooks only: nothing here imports tensorboard, protobuf or crc32c. Sniffing looks at file names
+(never file contents) and walks a few directory levels at most.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rundiff_core.hookspecs import hookimpl
+from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+
+NAME = "tensorboard"
+SNIFF_DEPTH = 6  # runs/<exp>/<run>/events…, lightning_logs/version_0/events…
+SNIFF_MAX_ENTRIES = 5000
+PROJECT_DIRS = ("runs", "lightning_logs", "tb_logs", "logs", "tensorboard")
+
+
+def is_event_file(name: str) -> bool:
+    """TensorBoard's rule: 'tfevents' in the file name, minus '.profile-empty' stubs."""
+    return "tfevents" in name and not name.endswith(".profile-empty")
+
+
+def has_event_files(path: str) -> bool:
+    try:
+        return any(is_event_file(e.name) and e.is_file() for e in os.scandir(path))
+    except OSError:
+        return False
+
+
+def find_run_dirs(root: str, depth: int | None = None, budget: list[int] | None = None) -> list[str]:
+    """Directories at or below `root` that directly hold event files (sorted, depth-limited).
+
+    `depth=None` walks the whole tree (what TensorBoard does); sniffing passes a small depth and
+    an entry budget so a huge tree costs little.
+    """
+    found: list[str] = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return found
+    if budget is not None:
+        budget[0] -= len(entries)
+    if any(is_event_file(e.name) and e.is_file() for e in entries):
+        found.append(root)
+    if depth == 0:
+        return found
+    for e in entries:
+        if budget is not None and budget[0] <= 0:
+            break
+        if e.is_dir(follow_symlinks=False):
+            found.extend(find_run_dirs(e.path, None if depth is None else depth - 1, budget))
+    return found
+
+
+@hookimpl
+def rundiff_register_adapters(register):
+    register(
+        AdapterSpec(
+            name=NAME,
+            schemes=("tb", "tensorboard"),
+            source="rundiff_adapters.tensorboard.source:TensorBoardSource",
+            priority=40,
+            requires=("tensorboard", "crc32c", "google.protobuf"),
+            install_hint="pip install 'rundiff[tensorboard]'",
+            summary="TensorBoard log directories (events.out.tfevents.*), every scalar point",
+        )
+    )
+
+
+@hookimpl
+def rundiff_sniff_path(path):
+    base = os.path.basename(os.path.normpath(path))
+    if os.path.isfile(path):
+        if is_event_file(base):
+            return Claim(NAME, "a TensorBoard event file")
+        return None
+    if not os.path.isdir(path):
+        return None
+    if has_event_files(path):
+        return Claim(NAME, "TensorBoard run directory (holds events.out.tfevents.* files)")
+    runs = find_run_dirs(path, depth=SNIFF_DEPTH, budget=[SNIFF_MAX_ENTRIES])
+    if not runs:
+        return None
+    rels = [os.path.relpath(r, path) for r in runs]
+    if base == "lightning_logs" or any(r.startswith("lightning_logs") or r.startswith("version_")
+                                       for r in rels):
+        kind = "Lightning TensorBoardLogger log directory"
+    elif base == "runs" or any(r.split(os.sep)[0] == "runs" for r in rels):
+        kind = "TensorBoard runs/ log directory"
+    else:
+        kind = "TensorBoard log directory"
+    return Claim(NAME, f"{kind} with {len(runs)}{'+' if len(runs) > 50 else ''} run(s)")
+
+
+@hookimpl
+def rundiff_detect_project(cwd, environ):
+    for folder in PROJECT_DIRS:
+        root = os.path.join(cwd, folder)
+        if os.path.isdir(root):
+            runs = find_run_dirs(root, depth=SNIFF_DEPTH, budget=[SNIFF_MAX_ENTRIES])
+            if runs:
+                return ProjectClaim(NAME, f"{folder}/ holds {len(runs)} TensorBoard run(s)",
+                                    address=f"tb:{root}")
+    return None

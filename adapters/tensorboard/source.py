@@ -1,0 +1,177 @@
+"""TensorBoardSource: a log directory tree, one run directory, or one event file.
+
+Address grammar (docs/adapters/tensorboard.md):
+
+    tb:LOGDIR                 every directory under LOGDIR holding event files is a run
+    tb:LOGDIR/RUN             one run (a directory with events.out.tfevents.* files)
+    tb:PATH/events.out.tfevents.…   one event file read as a run
+    tb:PATH?purge=tensorboard drop what TensorBoard's server hides after restarts
+    tb:PATH?purge=accumulator drop what EventAccumulator / tbparse drop (default: keep every point)
+
+`tensorboard:` is an alias of `tb:`. The environment variable `RUNDIFF_TB_PURGE` (same values)
+sets the default for addresses without `?purge=`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rundiff_core.address import Address
+from rundiff_core.errors import AddressError, InputError, RunNotFoundError
+from rundiff_core.model import Run, RunRef
+from rundiff_core.redact import redact
+from rundiff_core.source import BaseSource
+
+from . import find_run_dirs, is_event_file
+from .reader import RunData, event_files, read_run
+
+PURGE_ENV = "RUNDIFF_TB_PURGE"
+_PURGE_VALUES = {
+    "": "keep", "0": "keep", "false": "keep", "no": "keep", "off": "keep", "keep": "keep",
+    "1": "tensorboard", "true": "tensorboard", "yes": "tensorboard", "on": "tensorboard",
+    "tensorboard": "tensorboard", "server": "tensorboard",
+    "accumulator": "accumulator", "eventaccumulator": "accumulator", "tbparse": "accumulator",
+}
+
+
+def parse_purge(text: str, where: str) -> str:
+    mode = _PURGE_VALUES.get(text.strip().lower())
+    if mode is None:
+        raise AddressError(
+            f"unknown purge mode {text!r} in {where}",
+            hint="use purge=keep (every point, the default), purge=tensorboard (what "
+            "TensorBoard's server hides) or purge=accumulator (EventAccumulator/tbparse rules)",
+        )
+    return mode
+
+
+def split_options(locator: str) -> tuple[str, dict[str, str]]:
+    """`PATH?purge=tensorboard` → (PATH, {'purge': 'tensorboard'}); a literal '?' in a path stays."""
+    path, sep, query = locator.rpartition("?")
+    if not sep or os.path.exists(locator):
+        return locator, {}
+    opts: dict[str, str] = {}
+    for part in filter(None, query.split("&")):
+        key, _eq, value = part.partition("=")
+        if key != "purge":
+            raise AddressError(
+                f"unknown option {key!r} in tb:{locator}",
+                hint="the tb: scheme takes ?purge=keep|tensorboard|accumulator",
+            )
+        opts[key] = value
+    return path, opts
+
+
+class TensorBoardSource(BaseSource):
+    """Runs under a log directory; each run's files are decoded once and cached until close()."""
+
+    def __init__(self, address: Address) -> None:
+        super().__init__(address)
+        path, opts = split_options(address.locator or ".")
+        self.purge = parse_purge(opts["purge"], f"tb:{address.locator}") if "purge" in opts \
+            else parse_purge(os.environ.get(PURGE_ENV, ""), f"${PURGE_ENV}")
+        self.root = os.path.abspath(os.path.expanduser(path))
+        if not os.path.exists(self.root):
+            raise InputError(
+                f"no such TensorBoard log directory or event file: {path}",
+                hint="give a log directory (holding events.out.tfevents.* files) or one event file",
+            )
+        if os.path.isfile(self.root) and not is_event_file(os.path.basename(self.root)):
+            raise InputError(
+                f"{path} is not a TensorBoard event file",
+                hint="event files are named events.out.tfevents.*; or give their directory",
+            )
+        self._data: dict[str, RunData] = {}
+
+    # -- addresses ---------------------------------------------------------------------------
+    def _address(self, path: str) -> str:
+        return f"tb:{path}" + (f"?purge={self.purge}" if self.purge != "keep" else "")
+
+    def _ref(self, path: str) -> RunRef:
+        """A run is named by its path relative to the log directory (TensorBoard's run name)."""
+        if os.path.isfile(self.root):
+            name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+            return RunRef(os.path.basename(path), self._address(path), name)
+        rel = os.path.relpath(path, self.root)
+        run_id = os.path.basename(path) if rel == "." else rel
+        return RunRef(run_id, self._address(path), run_id)
+
+    def list_runs(self) -> list[RunRef]:
+        if os.path.isfile(self.root):
+            return [self._ref(self.root)]
+        return [self._ref(d) for d in find_run_dirs(self.root)]
+
+    def _path(self, ref: RunRef) -> str:
+        path, _opts = split_options(ref.address.split(":", 1)[1])
+        if os.path.isfile(path) and is_event_file(os.path.basename(path)):
+            return path
+        if not os.path.isdir(path) or not event_files(path):
+            raise RunNotFoundError(
+                f"no TensorBoard run at {path}",
+                hint="a run is a directory directly holding events.out.tfevents.* files; "
+                "`rundiff ls tb:LOGDIR` lists them",
+            )
+        return path
+
+    def _read(self, ref: RunRef) -> RunData:
+        path = self._path(ref)
+        if path not in self._data:
+            files = [path] if os.path.isfile(path) else event_files(path)
+            root = os.path.dirname(path) if os.path.isfile(path) else path
+            self._data[path] = read_run(files, purge=self.purge, root=root)
+        return self._data[path]
+
+    # -- the protocol ------------------------------------------------------------------------
+    def load_run(self, ref: RunRef) -> Run:
+        data = self._read(ref)
+        path = self._path(ref)
+        config = redact(data.config)
+        meta = dict(data.meta, path=path)
+        run = Run(
+            address=ref.address,
+            name=ref.name or ref.run_id,
+            run_id=ref.run_id,
+            adapter="tensorboard",
+            config=config,
+            summary={},
+            status="unknown",
+            seed=_seed(config, path),
+            events=list(data.events),
+            fidelity=list(data.notes),
+            meta=meta,
+        )
+        return self.bind(run, ref)
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        return self._read(ref).history(keys)
+
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """Sibling `seed*` run directories of a `seed*` run: the arm's variance samples."""
+        path = self._path(ref)
+        parent, base = os.path.split(path)
+        if os.path.isfile(path) or not base.startswith("seed"):
+            return [ref]
+        siblings = sorted(
+            os.path.join(parent, d) for d in os.listdir(parent)
+            if d.startswith("seed") and event_files(os.path.join(parent, d))
+        )
+        return [RunRef(os.path.basename(d), self._address(d), os.path.basename(d)) for d in siblings]
+
+    def close(self) -> None:
+        self._data.clear()
+
+
+def _seed(config: dict, path: str) -> int | None:
+    value = config.get("seed")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    base = os.path.basename(path)
+    if base.startswith("seed-") or base.startswith("seed_"):
+        try:
+            return int(base[5:])
+        except ValueError:
+            return None
+    return None
