@@ -24,7 +24,10 @@ $(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard contrib/*/pyproject.toml)
 demo: $(VENV)/.core
 	rm -rf demo-runs
 	$(BIN)/python -m rundiff_core.demo demo-runs
+	@echo; echo "== rundiff diff: is the higher-lr arm better? (3 seeds per arm)"
 	$(BIN)/rundiff diff demo-runs/exp-baseline/seed-0 demo-runs/exp-higher-lr/seed-0
+	@echo; echo "== rundiff compare: a run still training, against both arms at its current step"
+	$(BIN)/rundiff compare demo-runs/exp-student/seed-0 demo-runs/exp-baseline demo-runs/exp-higher-lr
 
 test: $(VENV)/.dev
 	$(BIN)/pytest -q -p no:cacheprovider tests $(wildcard contrib/*/tests)

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,7 +65,7 @@ def make_arm(
     paths = []
     grid = np.arange(0, steps + 1, 10, dtype=float)
     for s in range(seeds):
-        loss = loss_curve(grid, floor + 0.004 * s, seed=hash((name, s)) % 2**32)
+        loss = loss_curve(grid, floor + 0.004 * s, seed=zlib.crc32(f"{name}/{s}".encode()))
         rng = np.random.default_rng(s + 17)
         gn = 1.0 + 0.05 * rng.standard_normal(len(grid))
         if spike_at is not None and s == 0:
@@ -107,10 +108,12 @@ def make_arm(
 
 
 def make_demo(root: str) -> dict[str, list[str]]:
-    """A baseline arm and a variant arm (higher lr, lower loss), three seeds each."""
+    """A baseline arm and a variant arm (higher lr, lower loss), three seeds each, and a
+    single-seed student still training (a third of the way through)."""
     return {
         "exp-baseline": make_arm(root, "exp-baseline", lr=3e-4, floor=0.60),
         "exp-higher-lr": make_arm(root, "exp-higher-lr", lr=6e-4, floor=0.52, spike_at=200, resume_at=250),
+        "exp-student": make_arm(root, "exp-student", lr=4e-4, floor=0.55, seeds=1, running_seed=0),
     }
 
 
