@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rundiff_core.fidelity import step_notes
 from rundiff_core.jsonl import read_jsonl
 from rundiff_core.model import RunEvent, empty_history
 from rundiff_core.yamlsafe import load_yaml_plain
@@ -102,6 +103,10 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
         )
         if keys is not None:
             frame = frame[frame["key"].isin(list(keys))].reset_index(drop=True)
+        notes += step_notes(
+            ((str(k), g.to_numpy()) for k, g in frame.groupby("key", sort=True)["step"]),
+            os.path.basename(path),
+        )
         return frame, notes
 
     reserved = {step_name, time_name}
@@ -126,6 +131,9 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
     # duplicates and restarts); a fully present column needs no mask at all.
     idx = [None if m.all() else np.flatnonzero(m) for m in masks]
     pick = lambda arr, i: arr if i is None else arr[i]  # noqa: E731
+    notes += step_notes(
+        ((name, pick(steps, i)) for name, i in zip(kept, idx, strict=True)), os.path.basename(path)
+    )
     counts = [nrows if i is None else len(i) for i in idx]
     frame = pd.DataFrame(
         {

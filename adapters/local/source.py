@@ -16,6 +16,7 @@ import pandas as pd
 
 from rundiff_core.address import Address
 from rundiff_core.errors import InputError, RunNotFoundError
+from rundiff_core.fidelity import step_notes
 from rundiff_core.model import Run, RunRef, empty_history, filter_keys, flatten
 from rundiff_core.redact import redact
 from rundiff_core.source import BaseSource
@@ -205,6 +206,7 @@ def _records_history(df: pd.DataFrame, path: str) -> tuple[pd.DataFrame, list[st
         return empty_history(), notes
     block = df[numeric].to_numpy(dtype="float64", na_value=np.nan)
     present = df[numeric].notna().to_numpy()
+    notes += step_notes(((str(c), steps[present[:, j]]) for j, c in enumerate(numeric)), name)
     n, k = block.shape
     mask = present.ravel()
     codes = np.tile(np.arange(k, dtype=np.int32), n)[mask]

@@ -165,3 +165,15 @@ def test_large_file_with_a_stray_string_keeps_numbers(tmp_path):
     h = run.history()
     assert (h["key"].astype(str) == "loss").sum() == 90_000
     assert (h["key"].astype(str) == "note").sum() == 89_999  # every numeric note; the string is not a point
+
+
+def test_restarts_duplicates_and_fractional_steps_are_reported(tmp_path):
+    _write(str(tmp_path / "r" / "metrics.jsonl"),
+           '{"step": 0, "loss": 1}\n{"step": 10, "loss": 2}\n{"step": 10, "loss": 2.5}\n'
+           '{"step": 5, "loss": 3}\n{"step": 5.5, "loss": 4}\n')
+    run = load_run(f"journal:{tmp_path / 'r'}")
+    assert len(run.history()) == 5
+    notes = " | ".join(run.fidelity)
+    assert "step went backwards (restart?) — all points kept: loss ×1 (first 10 → 5)" in notes
+    assert "duplicate steps kept as separate points: loss ×1" in notes
+    assert "non-integer steps: loss" in notes
