@@ -44,6 +44,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rundiff", description="Compare ML runs wherever they were logged.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow tracking URI for mlflow: addresses without a store "
+                             "(same as MLFLOW_TRACKING_URI)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES + OPTIONAL_COMMAND_MODULES:
         try:
@@ -62,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if args.tracking_uri:
+        import os
+
+        os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
     try:
         return int(args.func(args) or 0)
     except RundiffError as exc:

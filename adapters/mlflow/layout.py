@@ -1,0 +1,127 @@
+"""Recognise MLflow stores on disk without the mlflow package: cheap checks, never a write.
+
+Used by the hooks (sniffing reads a few KiB at most) and by address resolution. A file store is a
+folder (`mlruns/`) whose numbered experiment folders hold `meta.yaml`; a database store is a
+sqlite file holding MLflow's `runs`, `metrics` and `experiments` tables.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from urllib.parse import quote
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+MLFLOW_TABLES = frozenset({"runs", "metrics", "experiments"})
+TRASH = ".trash"
+# folders inside an experiment folder that are not runs (MLflow's FileStore.RESERVED_EXPERIMENT_FOLDERS)
+RESERVED_IN_EXPERIMENT = frozenset({"tags", "datasets", "traces", "models"})
+DEFAULT_DIR = "mlruns"
+DEFAULT_DB = "mlflow.db"
+
+
+def _head(path: str, size: int = 2048) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
+
+
+def is_experiment_dir(path: str) -> bool:
+    """An experiment folder: `meta.yaml` naming an experiment (not a run)."""
+    head = _head(os.path.join(path, "meta.yaml"))
+    return b"experiment_id:" in head and b"run_uuid:" not in head and b"run_id:" not in head
+
+
+def is_run_dir(path: str) -> bool:
+    """A run folder: `meta.yaml` carrying a run id."""
+    head = _head(os.path.join(path, "meta.yaml"))
+    return b"run_uuid:" in head or b"run_id:" in head
+
+
+def is_file_store(path: str) -> bool:
+    """An `mlruns/` root: at least one numbered experiment folder with meta.yaml (or a trash)."""
+    if not os.path.isdir(path):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.isdigit() and entry.is_dir() and is_experiment_dir(entry.path):
+                    return True
+    except OSError:
+        return False
+    trash = os.path.join(path, TRASH)
+    return os.path.isdir(trash) and any(
+        n.isdigit() and is_experiment_dir(os.path.join(trash, n)) for n in _listdir(trash)
+    )
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def sqlite_ro_uri(path: str) -> str:
+    """A `file:` URI that opens `path` read-only: sqlite never creates or changes a file."""
+    return "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+
+
+def is_mlflow_sqlite(path: str) -> bool:
+    """A sqlite file with MLflow's tables (opened read-only; reads the schema page only)."""
+    if not os.path.isfile(path) or _head(path, 16) != SQLITE_MAGIC:
+        return False
+    try:
+        conn = sqlite3.connect(sqlite_ro_uri(path), uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return MLFLOW_TABLES <= names
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a path on disk turned out to be: a store, plus a selector it implies."""
+
+    kind: str  # "file" | "sqlite"
+    store: str  # absolute path of the mlruns folder or of the sqlite file
+    selector: str  # "" for the whole store, an experiment id, or a run id
+    reason: str
+
+
+def find_store(path: str) -> Found | None:
+    """Classify a path: a store, a folder holding one, an experiment or a run folder of one."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if os.path.isfile(path):
+        if is_mlflow_sqlite(path):
+            return Found("sqlite", path, "", "an MLflow sqlite database")
+        return None
+    if not os.path.isdir(path):
+        return None
+    if is_file_store(path):
+        return Found("file", path, "", "an MLflow file store (mlruns/)")
+    sub = os.path.join(path, DEFAULT_DIR)
+    if is_file_store(sub):  # MLflow's own default: ./mlruns with data wins over ./mlflow.db
+        return Found("file", sub, "", f"folder holding an MLflow file store ({DEFAULT_DIR}/)")
+    db = os.path.join(path, DEFAULT_DB)
+    if is_mlflow_sqlite(db):
+        return Found("sqlite", db, "", f"folder holding an MLflow sqlite database ({DEFAULT_DB})")
+    parent = os.path.dirname(path)
+    if is_run_dir(path):
+        root = os.path.dirname(parent)
+        if os.path.basename(root) == TRASH:  # mlruns/.trash/<exp>/<run>: a deleted experiment
+            root = os.path.dirname(root)
+        if is_file_store(root):
+            return Found("file", root, os.path.basename(path), "a run folder of an MLflow file store")
+    if is_experiment_dir(path):
+        root = os.path.dirname(parent) if os.path.basename(parent) == TRASH else parent
+        if is_file_store(root):
+            return Found("file", root, os.path.basename(path),
+                         "an experiment folder of an MLflow file store")
+    return None

@@ -1,0 +1,194 @@
+"""MLflow adapter vs a loop of `MlflowClient.get_metric_history` over every (run, key).
+
+Two stores with the same content — 50 runs × 5 metrics × 10,000 steps (2,500,000 points), written
+by the real `mlflow` client with `log_batch` — one sqlite database store and one file store
+(`mlruns/`). For each store, in the same process:
+
+- rundiff: `load_runs("mlflow:<store>")` then `run.history()` for every run (read-only SQL select
+  on sqlite; a vectorised CSV parse of the metric files on the file store);
+- the peer: `MlflowClient(tracking_uri).get_metric_history(run_id, key)` for every (run, key),
+  turned into the same long frame.
+
+Both results must hold identical points (key, step, value, timestamp), else the bench fails.
+Targets: ≥ 10× on sqlite, ≥ 20× on the file store. Generated stores are cached under bench/out/.
+Usage: python bench/bench_mlflow.py [--quick] [--runs N --keys K --steps S] [--only sqlite|file]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+# The peer needs these; rundiff's reader does not (it never goes through the client here).
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+os.environ.pop("MLFLOW_TRACKING_URI", None)
+
+TARGETS = {"sqlite": 10.0, "file": 20.0}
+BATCH = 1000  # MLflow's log_batch limit on metrics per call
+
+
+def generate(kind: str, root: str, runs: int, keys: int, steps: int) -> str:
+    """Write the store with the real client (log_batch); return its tracking URI. Cached."""
+    marker = os.path.join(root, "done.json")
+    spec = {"runs": runs, "keys": keys, "steps": steps, "kind": kind}
+    uri = f"sqlite:///{os.path.join(root, 'mlflow.db')}" if kind == "sqlite" else \
+        f"file://{os.path.join(root, 'mlruns')}"
+    if os.path.isfile(marker):
+        with open(marker) as fh:
+            if json.load(fh) == spec:
+                return uri
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("bench")
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    base_ts = 1_700_000_000_000
+    for r in range(runs):
+        run = client.create_run(exp, run_name=f"run-{r:03d}")
+        rid = run.info.run_id
+        client.log_batch(rid, params=[Param("lr", str(10 ** -(r % 4 + 2))), Param("seed", str(r))])
+        pending: list = []
+        for k in range(keys):
+            vals = np.exp(-np.arange(steps) / steps * 3) + rng.normal(0, 0.01, steps)
+            ts = base_ts + np.arange(steps) * 10 + k
+            pending.extend(Metric(f"metric_{k}", float(v), int(t), s)
+                           for s, (v, t) in enumerate(zip(vals, ts, strict=True)))
+        for i in range(0, len(pending), BATCH):
+            client.log_batch(rid, metrics=pending[i:i + BATCH])
+        client.set_terminated(rid)
+        print(f"  {kind}: run {r + 1}/{runs} written ({time.perf_counter() - t0:.0f} s)", flush=True)
+    with open(marker, "w") as fh:
+        json.dump(spec, fh)
+    return uri
+
+
+def peer_client(uri: str):
+    """The client, built and warmed up outside the timing (imports, store init, schema check)."""
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    client = MlflowClient(tracking_uri=uri)
+    exps = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+    return client, exps
+
+
+def peer_load(client, exps) -> tuple[pd.DataFrame, int]:
+    """What people do today: the client's full-history call for every (run, key)."""
+    from mlflow.entities import ViewType
+
+    parts, calls = [], 0
+    token = None
+    runs = []
+    while True:
+        page = client.search_runs(exps, run_view_type=ViewType.ALL, max_results=1000,
+                                  page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            break
+    for run in runs:
+        for key in run.data.metrics:
+            hist = client.get_metric_history(run.info.run_id, key)
+            calls += 1
+            parts.append(pd.DataFrame({
+                "run_id": run.info.run_id, "key": key,
+                "step": np.array([m.step for m in hist], dtype="float64"),
+                "value": np.array([m.value for m in hist], dtype="float64"),
+                "wall_time": np.array([m.timestamp for m in hist], dtype="float64") / 1000.0,
+            }))
+    return pd.concat(parts, ignore_index=True), calls
+
+
+def rundiff_load(locator: str) -> pd.DataFrame:
+    from rundiff_core.resolve import load_runs
+
+    parts = []
+    for run in load_runs(f"mlflow:{locator}"):
+        h = run.history()
+        parts.append(h.assign(run_id=run.run_id))
+    return pd.concat(parts, ignore_index=True)
+
+
+def same_points(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Identical points; the sqlite store keeps ±inf as ±max-float, which rundiff restores."""
+    cols = ["run_id", "key", "step", "wall_time", "value"]
+
+    def norm(df: pd.DataFrame) -> pd.DataFrame:
+        d = df[cols].copy()
+        d["key"] = d["key"].astype(str)
+        d["value"] = d["value"].replace({np.finfo("float64").max: np.inf,
+                                         -np.finfo("float64").max: -np.inf})
+        return d.sort_values(cols, kind="stable").reset_index(drop=True)
+
+    x, y = norm(a), norm(b)
+    assert len(x) == len(y), f"point counts differ: rundiff {len(x)}, client {len(y)}"
+    pd.testing.assert_frame_equal(x, y, check_exact=True, check_dtype=False)
+
+
+def bench_store(kind: str, runs: int, keys: int, steps: int, repeat: int) -> float:
+    root = os.path.join(HERE, "out", f"mlflow-{kind}-{runs}x{keys}x{steps}")
+    print(f"[{kind}] store: {root}")
+    uri = generate(kind, root, runs, keys, steps)
+    locator = os.path.join(root, "mlflow.db" if kind == "sqlite" else "mlruns")
+
+    best_rd, rd = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        rd = rundiff_load(locator)
+        best_rd = min(best_rd, time.perf_counter() - t)
+    client, exps = peer_client(uri)
+    t = time.perf_counter()
+    peer, calls = peer_load(client, exps)
+    t_peer = time.perf_counter() - t
+    same_points(rd, peer)
+    ratio = t_peer / best_rd
+    target = TARGETS[kind]
+    print(f"[{kind}] points: {len(rd):,} in {runs} runs; identical to the client's: yes")
+    print(f"[{kind}] rundiff load, all histories (best of {repeat}): {best_rd:.3f} s")
+    print(f"[{kind}] MlflowClient.get_metric_history × {calls}:        {t_peer:.3f} s")
+    print(f"[{kind}] ratio: rundiff is {ratio:.1f}× faster (target ≥ {target:.0f}×) — "
+          f"{'MET' if ratio >= target else 'NOT MET'}")
+    return ratio
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--keys", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--quick", action="store_true", help="5 runs × 5 metrics × 2,000 steps")
+    ap.add_argument("--only", choices=("sqlite", "file"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--generate-only", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.keys, args.steps = 5, 5, 2_000
+    kinds = [args.only] if args.only else ["sqlite", "file"]
+    if args.generate_only:
+        for kind in kinds:
+            root = os.path.join(HERE, "out", f"mlflow-{kind}-{args.runs}x{args.keys}x{args.steps}")
+            generate(kind, root, args.runs, args.keys, args.steps)
+        return 0
+    ratios = {k: bench_store(k, args.runs, args.keys, args.steps, args.repeat) for k in kinds}
+    print("summary: " + ", ".join(f"{k} {r:.1f}× (target ≥ {TARGETS[k]:.0f}×)"
+                                  for k, r in ratios.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
