@@ -117,3 +117,11 @@ def test_project_detection_without_address(tmp_path, monkeypatch, capsys):
 def test_unknown_scheme_via_error_type():
     with pytest.raises(AddressError):
         open_source("zzz:abc")
+
+
+def test_tracking_uri_option_points_mlflow_addresses_at_a_store(realdata, monkeypatch, capsys):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    store = realdata / "mlflow-aiops-mnist" / "mlruns"
+    assert main(["--tracking-uri", str(store), "ls", "mlflow:", "--no-points", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 6 and all(r["address"].startswith(f"mlflow:{store}#") for r in rows)
