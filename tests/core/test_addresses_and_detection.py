@@ -120,7 +120,8 @@ def test_unknown_scheme_via_error_type():
 
 
 def test_tracking_uri_option_points_mlflow_addresses_at_a_store(realdata, monkeypatch, capsys):
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "placeholder")  # so teardown restores the original
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
     store = realdata / "mlflow-aiops-mnist" / "mlruns"
     assert main(["--tracking-uri", str(store), "ls", "mlflow:", "--no-points", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
