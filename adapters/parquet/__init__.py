@@ -1,1 +1,33 @@
-"""parquet adapter (not yet implemented: registers nothing)."""
+"""The parquet adapter's hooks: a fleet dataset written by `rundiff export` (docs/fleet.md)."""
+
+from __future__ import annotations
+
+import os
+
+from rundiff_core.hookspecs import hookimpl
+from rundiff_core.registry import AdapterSpec, Claim
+
+NAME = "parquet"
+MANIFEST = "_rundiff_fleet.json"  # rundiff_core.fleet.schema.MANIFEST (not imported: keep hooks light)
+
+
+@hookimpl
+def rundiff_register_adapters(register):
+    register(
+        AdapterSpec(
+            name=NAME,
+            schemes=("parquet",),
+            source="rundiff_adapters.parquet.source:ParquetSource",
+            priority=35,
+            summary="fleet datasets written by `rundiff export` (Hive-partitioned Parquet)",
+        )
+    )
+
+
+@hookimpl
+def rundiff_sniff_path(path):
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, MANIFEST)):
+        return Claim(NAME, f"fleet dataset ({MANIFEST})")
+    if os.path.basename(path) == MANIFEST and os.path.isfile(path):
+        return Claim(NAME, "fleet dataset manifest", locator=os.path.dirname(path) or ".")
+    return None

@@ -1,0 +1,338 @@
+"""ParquetSource: runs of a fleet dataset (`rundiff export`), read without the original trackers.
+
+Address grammar (docs/fleet.md):
+
+    parquet:DATASET                     every run
+    parquet:DATASET#RUN_UID             one run (a unique prefix of 4+ characters works; so does an
+                                        exact run name)
+    parquet:DATASET#FIELD=GLOB[,GLOB…][&FIELD=GLOB…]
+                                        runs whose FIELD matches any GLOB (fnmatch), every FIELD
+                                        ANDed; FIELD is one of FILTER_FIELDS
+
+Only the small runs table is read to list and describe runs (cached per process while the file is
+unchanged); a run's history opens just its own partition file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rundiff_core.address import Address
+from rundiff_core.errors import AddressError, InputError, RunNotFoundError
+from rundiff_core.fleet import layout
+from rundiff_core.fleet.schema import RUNS_SCHEMA, from_json
+from rundiff_core.model import Run, RunEvent, RunRef, empty_history
+from rundiff_core.redact import redact
+from rundiff_core.source import BaseSource
+
+FILTER_FIELDS = ("run_uid", "name", "source", "project", "status", "run_id", "input", "address",
+                 "seed_group")
+MIN_PREFIX = 4
+READ_AHEAD = 8  # partition files read ahead of the run being loaded (multi-run addresses)
+READ_AHEAD_THREADS = 2
+_BASE_COLUMNS = [f.name for f in RUNS_SCHEMA]
+
+# runs-table path → ((mtime_ns, size), rows by uid, uids in order)
+_CACHE: dict[str, tuple[tuple[int, int], dict[str, dict[str, Any]], list[str]]] = {}
+
+
+def _runs_index(root: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The runs table as {run_uid: row}, re-read only when the file changed."""
+    path = layout.runs_file(root)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}, []
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1], hit[2]
+    table = layout.read_table(path, columns=_BASE_COLUMNS)
+    rows = table.to_pylist()
+    by_uid = {r["run_uid"]: r for r in rows}
+    order = sorted(by_uid, key=lambda u: (str(by_uid[u].get("name") or ""), u))
+    if len(_CACHE) > 16:
+        _CACHE.clear()
+    _CACHE[path] = (stamp, by_uid, order)
+    return by_uid, order
+
+
+_MANIFESTS: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def _manifest(root: str) -> dict[str, Any]:
+    """The checked manifest, re-read only when the file changed (one stat per open)."""
+    try:
+        st = os.stat(layout.manifest_path(root))
+    except OSError:
+        return layout.read_manifest(root)  # raises the typed "not a dataset" error
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _MANIFESTS.get(root)
+    if hit is None or hit[0] != stamp:
+        hit = (stamp, layout.read_manifest(root))
+        _MANIFESTS[root] = hit
+    return hit[1]
+
+
+def split_locator(locator: str) -> tuple[str, str]:
+    """`DATASET#FRAGMENT` → (dataset path, fragment); a folder whose name has '#' stays whole."""
+    if "#" not in locator or os.path.isdir(locator):
+        return locator, ""
+    path, _, fragment = locator.rpartition("#")
+    return path, fragment
+
+
+def parse_filters(fragment: str) -> dict[str, list[str]]:
+    """`field=glob,glob&field=glob` → {field: [globs]}; unknown fields are an AddressError."""
+    out: dict[str, list[str]] = {}
+    for part in fragment.split("&"):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in FILTER_FIELDS:
+            raise AddressError(
+                f"bad parquet filter {part!r}",
+                hint="use #RUN_UID or #FIELD=GLOB[&FIELD=GLOB], FIELD one of "
+                + ", ".join(FILTER_FIELDS),
+            )
+        out.setdefault(name, []).extend(v for v in value.split(",") if v != "")
+    return out
+
+
+class ParquetSource(BaseSource):
+    """A fleet dataset, or the runs of it an address fragment selects."""
+
+    def __init__(self, address: Address) -> None:
+        super().__init__(address)
+        path, self.fragment = split_locator(address.locator or ".")
+        self.root = os.path.abspath(os.path.expanduser(path or "."))
+        if not os.path.isdir(self.root):
+            raise InputError(f"no such fleet dataset: {path}",
+                             hint="create one with `rundiff export SRC… -o DATASET/`")
+        self.manifest = _manifest(self.root)
+        self.filters = parse_filters(self.fragment) if "=" in self.fragment else None
+        self._listed: list[str] = []
+        self._position: dict[str, int] = {}
+        self._loaded: set[str] = set()
+        self._ahead: dict[str, Future] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- listing --------------------------------------------------------------------------------
+    def _selected(self) -> list[str]:
+        by_uid, order = _runs_index(self.root)
+        frag = self.fragment
+        if not frag:
+            return order
+        if self.filters is not None:
+            return [u for u in order if all(
+                any(fnmatch.fnmatchcase(str(by_uid[u].get(f) or ""), g) for g in globs)
+                for f, globs in self.filters.items())]
+        if frag in by_uid:
+            return [frag]
+        matches = [u for u in order if len(frag) >= MIN_PREFIX and u.startswith(frag)]
+        if not matches:
+            matches = [u for u in order if by_uid[u].get("name") == frag]
+        if len(matches) > 1 and all(m.startswith(frag) for m in matches):
+            raise AddressError(f"run uid prefix {frag!r} is ambiguous in {self.root}: "
+                               + ", ".join(matches[:5]), hint="give more characters of the uid")
+        if not matches:
+            raise RunNotFoundError(
+                f"no run {frag!r} in fleet dataset {self.root}",
+                hint=f"`rundiff ls parquet:{self.root}` lists its runs with their uids",
+            )
+        return matches
+
+    def _address(self, uid: str) -> str:
+        return f"parquet:{self.root}#{uid}"
+
+    def list_runs(self) -> list[RunRef]:
+        by_uid, _ = _runs_index(self.root)
+        self._listed = self._selected()
+        self._position = {u: i for i, u in enumerate(self._listed)}
+        return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
+                for u in self._listed]
+
+    def _row(self, ref: RunRef) -> dict[str, Any]:
+        by_uid, _ = _runs_index(self.root)
+        row = by_uid.get(ref.run_id)
+        if row is None:
+            raise RunNotFoundError(f"no run {ref.run_id!r} in fleet dataset {self.root}",
+                                   hint=f"`rundiff ls parquet:{self.root}` lists its runs")
+        return row
+
+    # -- loading --------------------------------------------------------------------------------
+    def load_run(self, ref: RunRef) -> Run:
+        row = self._row(ref)
+        uid = row["run_uid"]
+        try:
+            events = [
+                RunEvent(kind=str(e.get("kind")), step=e.get("step"), time=e.get("time"),
+                         payload=e.get("payload") or {})
+                for e in from_json(row.get("events_json"), []) or []
+            ]
+            config = from_json(row.get("config_json"), {})
+            summary = from_json(row.get("summary_json"), {})
+            env = from_json(row.get("env_json"), {})
+            origin_meta = from_json(row.get("meta_json"), {})
+        except ValueError as exc:
+            raise InputError(f"run {uid} in {self.root} has unreadable JSON metadata ({exc})",
+                             hint="re-export it: `rundiff export … --full`") from None
+        exported = row.get("exported_at")
+        run = Run(
+            address=self._address(uid),
+            name=row.get("name") or uid,
+            run_id=row.get("run_id") or uid,  # the original tracker's id, as reports show it
+            adapter="parquet",
+            config=redact(config if isinstance(config, dict) else {"value": config}),
+            summary=redact(summary if isinstance(summary, dict) else {"value": summary}),
+            status=row.get("status") or "unknown",
+            seed=row.get("seed"),
+            git_sha=row.get("git_sha"),
+            env=redact(env if isinstance(env, dict) else {}),
+            events=events,
+            fidelity=list(row.get("fidelity") or []),
+            meta={
+                "dataset": self.root,
+                "run_uid": uid,
+                "path": layout.points_file(self.root, row.get("source") or "", uid),
+                "project": row.get("project"),
+                "origin_address": row.get("address"),
+                "origin_adapter": row.get("source"),
+                "origin_run_id": row.get("run_id"),
+                "origin_meta": origin_meta,
+                "exported_at": exported.isoformat() if hasattr(exported, "isoformat") else exported,
+                "n_points": row.get("n_points"),
+            },
+        )
+        return self.bind(run, ref)
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        row = self._row(ref)
+        if not row.get("n_points"):
+            return empty_history()
+        path = self._points_path(row)
+        try:
+            table = self._points_table(row["run_uid"], path)
+        except FileNotFoundError:
+            raise InputError(
+                f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "
+                f"partition {path} is missing",
+                hint="re-run `rundiff export` on this dataset to rewrite it",
+            ) from None
+        frame = _frame(table)
+        if len(frame) != row["n_points"]:
+            frame.attrs["fidelity"] = [
+                f"partition holds {len(frame)} points, the runs table says {row['n_points']}: "
+                "the export that wrote it was interrupted; re-run `rundiff export`"
+            ]
+        if keys is not None:
+            wanted = set(keys)
+            notes = frame.attrs.get("fidelity")
+            frame = frame[frame["key"].isin(wanted)].reset_index(drop=True)
+            if notes:
+                frame.attrs["fidelity"] = notes
+        return frame
+
+    # -- reading ahead ----------------------------------------------------------------------------
+    def _points_path(self, row: dict[str, Any]) -> str:
+        return layout.points_file(self.root, row.get("source") or "", row["run_uid"])
+
+    def _points_table(self, uid: str, path: str) -> Any:
+        """The run's points, read ahead by a helper thread when it was next in line."""
+        future = self._ahead.pop(uid, None)
+        self._loaded.add(uid)
+        self._read_ahead(uid)
+        if future is not None:
+            return future.result()
+        return _read_points(path)
+
+    def _read_ahead(self, uid: str) -> None:
+        """Start reading the next runs of the listing: commands that load many runs of one
+        address (rank, report, compare) then overlap file reads, which release the GIL, with
+        building frames. At most READ_AHEAD tables wait in memory."""
+        pos = self._position.get(uid)
+        if pos is None or len(self._listed) < 2:
+            return
+        by_uid, _ = _runs_index(self.root)
+        for nxt in self._listed[pos + 1:pos + 1 + READ_AHEAD]:
+            row = by_uid.get(nxt)
+            if nxt in self._ahead or nxt in self._loaded or not row or not row.get("n_points"):
+                continue
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS,
+                                                thread_name_prefix="rundiff-parquet")
+            self._ahead[nxt] = self._pool.submit(_read_points, self._points_path(row))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self._ahead.clear()
+
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """Runs of this dataset that the original adapter called seeds of the same arm."""
+        row = self._row(ref)
+        group = row.get("seed_group")
+        if not group:
+            return [ref]
+        by_uid, order = _runs_index(self.root)
+        return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
+                for u in order if by_uid[u].get("seed_group") == group]
+
+
+def _read_points(path: str) -> Any:
+    return layout.read_table(path, read_dictionary=["key"])
+
+
+def _frame(table: Any) -> pd.DataFrame:
+    """A points table (key read as dictionary) → canonical history frame, without copies."""
+    key = table.column("key")
+    key = key.chunk(0) if key.num_chunks == 1 else key.combine_chunks()
+    if hasattr(key, "indices") and key.null_count == 0:
+        cats = key.dictionary.to_pylist()
+        if len(set(cats)) == len(cats):
+            dtype = _key_dtype(tuple(cats))
+            keys: Any = pd.Categorical.from_codes(
+                key.indices.to_numpy(zero_copy_only=False).astype("int32", copy=False),
+                dtype=dtype, validate=False)
+        else:  # chunks with their own dictionaries: plain strings
+            keys = np.asarray(key.cast("string").to_pylist(), dtype=object)
+    else:
+        keys = np.asarray(key.cast("string").to_pylist() if hasattr(key, "indices")
+                          else key.to_pylist(), dtype=object)
+    return pd.DataFrame(
+        {
+            "step": _floats(table.column("step")),
+            "key": keys,
+            "value": _floats(table.column("value")),
+            "wall_time": _floats(table.column("wall_time")),
+        },
+        copy=False,
+    )
+
+
+_DTYPES: dict[tuple[str, ...], pd.CategoricalDtype] = {}
+
+
+def _key_dtype(cats: tuple[str, ...]) -> pd.CategoricalDtype:
+    """One categorical dtype per key set: a fleet's runs mostly log the same metric names."""
+    dtype = _DTYPES.get(cats)
+    if dtype is None:
+        if len(_DTYPES) > 256:
+            _DTYPES.clear()
+        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(list(cats), dtype=object))
+    return dtype
+
+
+def _floats(col: Any) -> np.ndarray:
+    """A float64 column as numpy (nulls, which other writers may produce, become NaN)."""
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return arr.to_numpy(zero_copy_only=False)

@@ -1,0 +1,50 @@
+"""Real journal fleets for the fleet tests (written in the documented journal format)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rundiff_core.demo import write_journal_run
+
+SECRET = "sk-fleet-secret-0123456789abcdef"
+
+
+def write_fleet(root: Path, arms: int = 3, seeds: int = 2, steps: int = 60, *,
+                running: tuple[str, ...] = ()) -> list[str]:
+    """`arms` experiment folders × `seeds` seed-* runs; a secret in every config and env."""
+    paths = []
+    for a in range(arms):
+        for s in range(seeds):
+            rng = np.random.default_rng(100 * a + s)
+            rows = []
+            for i in range(steps):
+                row = {"step": i * 10, "loss": float(2.0 / (i + 1) + rng.normal(0, 0.01)),
+                       "lr": 1e-3 * (a + 1), "time": 1.7e9 + i}
+                if i % 5 == 4:
+                    row["eval/accuracy"] = float(0.5 + i / (2 * steps))
+                rows.append(row)
+            name = f"arm-{a}/seed-{s}"
+            config = {"optim": {"lr": 1e-3 * (a + 1), "name": "adamw"}, "layers": 2 + a,
+                      "tags": ["x", "y"], "wandb": {"api_key": SECRET}}
+            if a == 0:
+                config["only_arm0"] = True
+            final = None if name in running else {"status": "finished", "loss": rows[-1]["loss"]}
+            path = write_journal_run(str(root / f"arm-{a}" / f"seed-{s}"), config=config,
+                                     rows=rows, seed=s, final=final,
+                                     events=[{"event": "start", "step": 0}],
+                                     env={"HF_TOKEN": SECRET, "HOST": "node-1"})
+            paths.append(path)
+    return paths
+
+
+def part_files(dataset: Path) -> dict[str, tuple[int, int]]:
+    """Every points file → (inode, mtime_ns): proof of which partitions an export rewrote."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(dataset / "points"):
+        for f in files:
+            st = os.stat(os.path.join(dirpath, f))
+            out[os.path.relpath(os.path.join(dirpath, f), dataset)] = (st.st_ino, st.st_mtime_ns)
+    return out
