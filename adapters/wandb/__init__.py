@@ -1,1 +1,76 @@
-"""wandb adapter (not yet implemented: registers nothing)."""
+"""The W&B adapter's hooks: `.wandb` logs, run folders and `wandb/` folders; W&B servers online.
+
+Local files are read by rundiff's own transaction-log reader (no wandb package needed); only
+`wandb:ENTITY/PROJECT[/RUN_ID]` needs the `[wandb]` extra. See docs/adapters/wandb.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rundiff_core.address import Address
+from rundiff_core.hookspecs import hookimpl
+from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+
+from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
+
+NAME = "wandb"
+_URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#]+)/(?P<project>[^/?#]+)"
+                  r"(?:/runs/(?P<run>[^/?#]+))?/?(?:[?#].*)?$")
+
+
+@hookimpl
+def rundiff_register_adapters(register):
+    register(
+        AdapterSpec(
+            name=NAME,
+            schemes=("wandb",),
+            source="rundiff_adapters.wandb.source:WandbSource",
+            priority=10,
+            install_hint="pip install 'rundiff[wandb]'",
+            summary="W&B: .wandb logs, run folders and wandb/ folders (no extra needed); "
+            "ENTITY/PROJECT[/RUN_ID] online with rundiff[wandb]",
+        )
+    )
+
+
+@hookimpl
+def rundiff_sniff_path(path):
+    if os.path.isfile(path):
+        if is_log_file(path):
+            return Claim(NAME, "W&B transaction log (':W&B' header)")
+        return None
+    if is_run_dir(path):
+        return Claim(NAME, f"W&B run folder {os.path.basename(os.path.normpath(path))}")
+    root = wandb_root(path)
+    if root is not None:
+        return Claim(NAME, f"folder of {len(run_dirs(root))} W&B run folder(s)", locator=root)
+    return None
+
+
+@hookimpl
+def rundiff_parse_address(raw):
+    m = _URL.match(raw)
+    if not m:
+        return None
+    locator = "/".join(p for p in (m["entity"], m["project"], m["run"]) if p)
+    return Address(f"wandb:{locator}", "wandb", locator)
+
+
+@hookimpl
+def rundiff_detect_project(cwd, environ):
+    base = environ.get("WANDB_DIR") or cwd
+    folder = os.path.join(base, "wandb")
+    root = wandb_root(folder) if os.path.isdir(folder) else None
+    if root is not None:
+        return ProjectClaim(NAME, f"{os.path.relpath(root, cwd)}/ holds {len(run_dirs(root))} W&B "
+                            "run folder(s)", address=f"wandb:{root}")
+    entity, project = environ.get("WANDB_ENTITY"), environ.get("WANDB_PROJECT")
+    if entity and project:
+        return ProjectClaim(NAME, "WANDB_ENTITY and WANDB_PROJECT are set",
+                            address=f"wandb:{entity}/{project}")
+    if environ.get("WANDB_API_KEY") or project:
+        return ProjectClaim(NAME, "W&B credentials are set, but no WANDB_ENTITY/WANDB_PROJECT: give "
+                            "wandb:ENTITY/PROJECT")
+    return None

@@ -1,0 +1,309 @@
+"""WandbSource: local W&B runs (logs, run folders, `wandb/` folders) or, online, wandb.Api.
+
+`wandb:PATH` reads files on disk with rundiff's own log reader (no wandb needed);
+`wandb:ENTITY/PROJECT[/RUN_ID]` goes online through `wandb.Api` (see online.py). Construction
+picks the right class, so the registry names one source for the scheme.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from rundiff_core.address import Address
+from rundiff_core.errors import InputError, RunNotFoundError
+from rundiff_core.model import Run, RunEvent, RunRef, empty_history, filter_keys
+from rundiff_core.redact import redact, redact_text
+from rundiff_core.source import BaseSource
+
+from .datastore import LogData, LogFormatError, read_log
+from .layout import RUN_DIR, LocalRun, discover
+from .reader import SegmentData, assemble, summary_of
+
+ONLINE = re.compile(r"^(?P<entity>[\w.-]+)/(?P<project>[^/?#\s]+)(?:/(?:runs/)?(?P<run>[\w.-]+))?/?"
+                    r"(?:[?#](?P<query>.*))?$")
+
+
+def is_online(locator: str) -> bool:
+    """`ENTITY/PROJECT[/RUN_ID][?filters]` that is not an existing path nor looks like one."""
+    if os.path.exists(os.path.expanduser(locator)) or locator.startswith((".", "/", "~", "\\")):
+        return False
+    path = locator.split("?", 1)[0].split("#", 1)[0]
+    if path.endswith(".wandb") or any(RUN_DIR.match(part) for part in path.split("/")):
+        return False
+    return bool(ONLINE.match(locator))
+
+
+class WandbSource(BaseSource):
+    """Local W&B runs. `WandbSource(address)` returns an OnlineWandbSource for online addresses."""
+
+    def __new__(cls, address: Address) -> WandbSource:
+        if cls is WandbSource and is_online(address.locator):
+            from .online import OnlineWandbSource
+
+            return super().__new__(OnlineWandbSource)
+        return super().__new__(cls)
+
+    def __init__(self, address: Address) -> None:
+        super().__init__(address)
+        locator = address.locator or "."
+        self.root = os.path.abspath(os.path.expanduser(locator))
+        if not os.path.exists(self.root):
+            raise InputError(
+                f"no such W&B run, run folder or wandb/ folder: {locator}",
+                hint="give a .wandb file, a run-*/offline-run-* folder, a wandb/ folder, or "
+                "wandb:ENTITY/PROJECT[/RUN_ID] for a run on a W&B server",
+            )
+        self._runs: dict[str, LocalRun] | None = None
+        self._logs: dict[str, tuple[tuple[float, int], SegmentData]] = {}
+
+    # -- listing --------------------------------------------------------------------------------
+    def _found(self) -> dict[str, LocalRun]:
+        if self._runs is None:
+            runs = discover(self.root)
+            if not runs and os.path.isfile(self.root):
+                raise InputError(f"{self.root} is not a W&B transaction log",
+                                 hint="a .wandb file starts with ':W&B'; check the path")
+            self._runs = {r.address: r for r in runs}
+        return self._runs
+
+    def list_runs(self) -> list[RunRef]:
+        return [RunRef(run_id=r.run_id, address=r.address, name=r.run_id)
+                for r in self._found().values()]
+
+    def _local(self, ref: RunRef) -> LocalRun:
+        found = self._found().get(ref.address)
+        if found is None:
+            raise RunNotFoundError(f"no W&B run {ref.run_id!r} at {ref.address}",
+                                   hint="run `rundiff ls` on the folder to see its runs")
+        return found
+
+    # -- decoding (cached per log file, keyed by its size and mtime) --------------------------------
+    def _segment(self, log_path: str, folder: str | None) -> SegmentData:
+        try:
+            st = os.stat(log_path)
+        except OSError as exc:
+            raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
+        stamp = (st.st_mtime, st.st_size)
+        cached = self._logs.get(log_path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            log: LogData = read_log(log_path, summary=False)
+        except LogFormatError as exc:
+            raise InputError(f"{log_path} is not a readable W&B transaction log: {exc}",
+                             hint="a .wandb file starts with ':W&B' and magic 0xBEE1") from exc
+        except OSError as exc:
+            raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
+        seg = assemble(log, folder, summary_loader=lambda: _fold_summary(log_path))
+        self._logs[log_path] = (stamp, seg)
+        return seg
+
+    def _segments(self, run: LocalRun) -> list[tuple[SegmentData, str]]:
+        out = []
+        for s in run.segments:
+            if s.log is None:
+                seg = _files_only(s.folder or "")
+                out.append((seg, s.folder or ""))
+            else:
+                out.append((self._segment(s.log, s.folder), s.log))
+        return out
+
+    # -- the run ----------------------------------------------------------------------------------
+    def load_run(self, ref: RunRef) -> Run:
+        local = self._local(ref)
+        parts = self._segments(local)
+        last = parts[-1][0]
+        runinfo: dict[str, Any] = {}
+        config: dict[str, Any] = {}
+        env: dict[str, Any] = {}
+        notes: list[str] = []
+        events: list[RunEvent] = []
+        for seg, _where in parts:
+            runinfo.update({k: v for k, v in seg.run.items() if v not in (None, "", [])})
+            config.update(seg.config)
+            env.update(seg.environment)
+            events.extend(seg.events)
+        if len(parts) > 1:
+            where = ", ".join(os.path.basename(os.path.dirname(p)) or p for _s, p in parts)
+            notes.append(f"resumed run: {len(parts)} sittings merged in time order ({where})")
+            for i, (seg, _p) in enumerate(parts[1:], start=1):
+                if not any(e.kind == "resume" for e in seg.events):
+                    events.append(RunEvent("resume", step=seg.info.get("first_step")))
+                first, before = seg.info.get("first_step"), parts[i - 1][0].last_step
+                if first is not None and before is not None and first <= before:
+                    notes.append(f"sitting {i + 1} starts at step {first:g}, at or before sitting "
+                                 f"{i}'s last step {before:g}: steps overlap (kept as logged; an "
+                                 "offline resume cannot know where the run stopped)")
+        for i, (seg, _p) in enumerate(parts):
+            prefix = f"sitting {i + 1}: " if len(parts) > 1 else ""
+            notes.extend(prefix + n for n in seg.notes)
+        metadata = next((s.info.get("metadata") for s, _p in reversed(parts) if s.info.get("metadata")), {})
+        git = runinfo.get("git") or env.pop("git", None) or metadata.get("git") or {}
+        env.pop("git", None)
+        for k in ("program", "host", "os", "python", "executable", "cuda"):
+            if k in metadata and k not in env:
+                env[k] = metadata[k]
+        if isinstance(metadata.get("args"), list) and "args" not in env:
+            env["args"] = metadata["args"]
+        if "args" in env:
+            env["args"] = _redact_args(env["args"])
+        name = runinfo.get("display_name") or ref.run_id
+        seed = _seed(config)
+        meta = {
+            "run_id": runinfo.get("run_id", ref.run_id),
+            "entity": runinfo.get("entity"),
+            "project": runinfo.get("project"),
+            "group": runinfo.get("group"),
+            "job_type": runinfo.get("job_type"),
+            "tags": runinfo.get("tags", []),
+            "notes": runinfo.get("notes"),
+            "sweep_id": runinfo.get("sweep_id"),
+            "start_time": parts[0][0].run.get("start_time") or _started_at(metadata),
+            "resumed": bool(runinfo.get("resumed")) or len(parts) > 1,
+            "resume_mode": runinfo.get("resume"),
+            "starting_step": runinfo.get("starting_step"),
+            "exit": last.exit,
+            "logs": [p for _s, p in parts],
+            "producer": last.info.get("producer"),
+            "records": last.info.get("records"),
+            "wandb_internal": last.internal.get("config"),
+        }
+        if runinfo.get("branch_point"):
+            meta["fork"] = runinfo["branch_point"]
+        run = WandbRun(
+            address=local.address,
+            name=name,
+            run_id=ref.run_id,
+            adapter="wandb",
+            config=redact(config),
+            status=last.status,
+            seed=seed,
+            git_sha=git.get("commit") or None,
+            env=redact(env),
+            events=events,
+            fidelity=[redact_text(n) for n in notes],
+            meta=redact({k: v for k, v in meta.items() if v not in (None, [], {})}),
+        )
+        segs = [seg for seg, _p in parts]
+        if any(s.summary_loader for s in segs):
+            run.defer_summary(lambda: _merged_summary(segs, run))
+        else:
+            run.summary = _merged_summary(segs, run)
+        return self.bind(run, ref)
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        local = self._local(ref)
+        frames = [seg.history for seg, _p in self._segments(local) if len(seg.history)]
+        if not frames:
+            return empty_history()
+        if len(frames) == 1:
+            frame = frames[0]
+        else:
+            cats = list(dict.fromkeys(c for f in frames for c in f["key"].cat.categories))
+            frame = pd.concat(
+                [f.assign(key=f["key"].cat.set_categories(cats)) for f in frames], ignore_index=True
+            )
+        return filter_keys(frame, keys)
+
+
+class WandbRun(Run):
+    """A Run whose summary is folded from the log when first read.
+
+    wandb writes a summary record beside nearly every history row, so folding them costs about
+    as much as reading the history; `diff` and `ls` never look at the summary, so it waits.
+    """
+
+    @property  # type: ignore[override]
+    def summary(self) -> dict[str, Any]:
+        loader = self.__dict__.pop("_summary_loader", None)
+        if loader is not None:
+            self.__dict__["_summary"] = loader()
+        return self.__dict__.setdefault("_summary", {})
+
+    @summary.setter
+    def summary(self, value: dict[str, Any]) -> None:
+        self.__dict__.pop("_summary_loader", None)
+        self.__dict__["_summary"] = value
+
+    def defer_summary(self, loader: Callable[[], dict[str, Any]]) -> None:
+        self.__dict__["_summary_loader"] = loader
+
+
+def _fold_summary(log_path: str) -> dict[str, Any]:
+    log = read_log(log_path, history=False)
+    return summary_of(log.summary_updates or {})
+
+
+def _merged_summary(segs: list[SegmentData], run: Run) -> dict[str, Any]:
+    """Later sittings' summaries over earlier ones, redacted; a log gone since is a note."""
+    summary: dict[str, Any] = {}
+    for seg in segs:
+        if seg.summary_loader is not None:
+            try:
+                seg.summary = seg.summary_loader()
+            except (OSError, LogFormatError) as exc:
+                run.note(f"summary unavailable: the log could not be re-read ({exc})")
+                seg.summary = {}
+            seg.summary_loader = None
+        summary.update(seg.summary)
+    return redact(summary)
+
+
+def _files_only(folder: str) -> SegmentData:
+    """A run folder with files/ but no .wandb log (the log was deleted after syncing)."""
+    from .reader import read_run_files
+
+    files = read_run_files(folder)
+    seg = SegmentData(history=empty_history(), config=dict(files.get("config", {})),
+                      summary=dict(files.get("summary", {})))
+    seg.internal["config"] = seg.config.pop("_wandb", None)
+    seg.internal["summary"] = seg.summary.pop("_wandb", None)
+    seg.notes = list(files.get("notes", [])) + [
+        "no .wandb transaction log in this run folder: no history (config and summary come from files/)"
+    ]
+    if files.get("metadata"):
+        seg.info["metadata"] = files["metadata"]
+    return seg
+
+
+def _seed(config: dict[str, Any]) -> int | None:
+    for key in ("seed", "random_seed", "SEED"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _started_at(metadata: dict[str, Any]) -> float | None:
+    text = metadata.get("startedAt")
+    if not isinstance(text, str):
+        return None
+    try:
+        return pd.Timestamp(text).tz_localize("UTC").timestamp() if pd.Timestamp(
+            text).tzinfo is None else pd.Timestamp(text).timestamp()
+    except ValueError:
+        return None
+
+
+_SECRET_FLAG = re.compile(r"(?i)^--?[\w.-]*(api[_-]?key|token|secret|passw(or)?d)[\w.-]*$")
+
+
+def _redact_args(args: Any) -> Any:
+    """Command-line args: `--api-key VALUE` hides VALUE (`--api-key=VALUE` is redact_text's job)."""
+    if not isinstance(args, list):
+        return args
+    out = []
+    hide = False
+    for a in args:
+        if hide:
+            out.append("***REDACTED***")
+            hide = False
+            continue
+        out.append(a)
+        hide = isinstance(a, str) and bool(_SECRET_FLAG.match(a))
+    return out

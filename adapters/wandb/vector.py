@@ -1,0 +1,250 @@
+"""Decode history and summary records many at a time: numpy walks field j of every record at once.
+
+An item must look exactly like what wandb writes — `0x0A len (0x12|0x0A len key)+ 0x82 0x01 len
+value`, lengths of one or two bytes — and a HistoryRecord may also hold `step { num }`; a record
+with any other shape is flagged for the record-by-record decoder in `datastore.py` (the two are
+tested to agree on real and on randomly damaged logs). Keys are identified by hashing their bytes,
+checked byte for byte.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .wire import fields, text
+
+
+def varints(arr: np.ndarray, at: np.ndarray, maxlen: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Varints starting at each of `at`: (values as uint64, end positions, not-terminated mask)."""
+    last = len(arr) - 1
+    val = np.zeros(len(at), dtype=np.uint64)
+    end = at.copy()
+    done = np.zeros(len(at), dtype=bool)
+    for i in range(maxlen):
+        b = arr[np.minimum(at + i, last)].astype(np.uint64)
+        live = ~done
+        val |= np.where(live, (b & np.uint64(0x7F)) << np.uint64(7 * i), np.uint64(0))
+        newly = live & (b < 0x80)
+        end[newly] = at[newly] + i + 1
+        done |= newly
+        if done.all():
+            break
+    return val, end, ~done
+
+
+def lengths(arr: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Length varints of one or two bytes at `at`: (length, body start, too-long mask)."""
+    last = len(arr) - 1
+    b1 = arr[np.minimum(at, last)]
+    two = b1 >= 0x80
+    if not two.any():
+        return b1.astype(np.int64), at + 1, two
+    b1 = b1.astype(np.int64)
+    b2 = arr[np.minimum(at + 1, last)].astype(np.int64)
+    return np.where(two, (b1 & 0x7F) | (b2 << 7), b1), at + 1 + two, two & (b2 >= 0x80)
+
+
+_MAX_KEY_PARTS = 8
+
+
+def walk(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history: bool):
+    """Walk the items of many History/Summary records at once.
+
+    Iteration j reads field j of every record still open. An item must look exactly like what
+    wandb writes — `0x0A len (0x12|0x0A len key)+ 0x82 0x01 len value`, lengths of one or two
+    bytes — and a HistoryRecord may also hold `step { num }`. A record with anything else is
+    flagged for the per-record decoder. Returns (item columns, step per record, flagged mask);
+    items are `(record, j, key start, key end, value start, value end, is_removal)`.
+    """
+    n = len(starts)
+    last = len(arr) - 1
+    pos = starts.copy()
+    flagged = np.zeros(n, dtype=bool)
+    step = np.full(n, np.nan)
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("rec", "j", "ks", "ke", "vs", "ve", "rm")}
+    active = np.flatnonzero(pos < ends)
+    j = 0
+    while active.size:
+        p = pos[active]
+        e = ends[active]
+        tag = arr[p]
+        length, body, bad = lengths(arr, p + 1)
+        fend = body + length
+        is_item = tag == 0x0A
+        is_12 = tag == 0x12
+        bad |= (fend > e) | ~(is_item | is_12)
+        if history:
+            sm = np.flatnonzero(is_12 & ~bad)
+            if sm.size:  # HistoryStep { int64 num = 1 }: empty means 0
+                bb, fe = body[sm], fend[sm]
+                val, vend, vbad = varints(arr, bb + 1, 9)
+                empty = bb == fe
+                good = empty | ((arr[bb] == 0x08) & ~vbad & (vend == fe))
+                step[active[sm[good]]] = np.where(empty[good], 0.0, val[good].astype(np.float64))
+                bad[sm[~good]] = True
+            take = is_item & ~bad
+        else:
+            take = (is_item | is_12) & ~bad
+        idx = np.flatnonzero(take)
+        if idx.size:
+            bb, fe = body[idx], fend[idx]
+            # the usual shape: one nested key and one-byte lengths
+            kl = arr[bb + 1].astype(np.int64)
+            q = bb + 2 + kl
+            qc = np.minimum(q, last - 3)
+            vl = arr[qc + 2].astype(np.int64)
+            fast = ((arr[bb] == 0x12) & (kl < 0x80) & (arr[qc] == 0x82) & (arr[qc + 1] == 0x01)
+                    & (vl < 0x80) & (q + 3 + vl == fe))
+            ke, vs = q, q + 3
+            slow = np.flatnonzero(~fast)
+            if slow.size:
+                ks_, ke_, vs_, bad_ = item_shapes(arr, bb[slow], fe[slow])
+                ke[slow] = ke_
+                vs[slow] = vs_
+                fast[slow] = ~bad_
+                bad[idx[slow[bad_]]] = True
+            good = fast
+            cols["rec"].append(active[idx[good]])
+            cols["j"].append(np.full(int(good.sum()), j, dtype=np.int64))
+            cols["ks"].append(bb[good])
+            cols["ke"].append(ke[good])
+            cols["vs"].append(vs[good])
+            cols["ve"].append(fe[good])
+            cols["rm"].append(is_12[idx[good]])
+        flagged[active[bad]] = True
+        pos[active] = fend
+        active = active[~bad & (fend < e)]
+        j += 1
+    items = {k: (np.concatenate(v) if v else np.empty(0, dtype=bool if k == "rm" else np.int64))
+             for k, v in cols.items()}
+    if flagged.any() and items["rec"].size:
+        keep = ~flagged[items["rec"]]
+        items = {k: v[keep] for k, v in items.items()}
+    return items, step, flagged
+
+
+def item_shapes(arr: np.ndarray, bb: np.ndarray, fe: np.ndarray):
+    """Items off the usual shape: several key parts, a flat key, two-byte lengths.
+
+    Returns (key start, key end, value start, bad mask) for item bodies `bb`..`fe`.
+    """
+    last = len(arr) - 1
+    q = bb.copy()
+    flat = arr[np.minimum(q, last)] == 0x0A
+    parts = np.zeros(bb.size, dtype=np.int64)
+    bad = np.zeros(bb.size, dtype=bool)
+    for _ in range(_MAX_KEY_PARTS):
+        t = arr[np.minimum(q, last)]
+        cont = (q < fe) & ((t == 0x12) | ((t == 0x0A) & (parts == 0)))
+        if not cont.any():
+            break
+        kl = arr[np.minimum(q + 1, last)].astype(np.int64)
+        bad |= cont & (kl >= 0x80)
+        q = np.where(cont, q + 2 + kl, q)
+        parts += cont
+    bad |= (parts == 0) | (flat & (parts > 1)) | (q + 3 > fe)
+    qc = np.minimum(q, last - 4)
+    marker = (arr[qc] == 0x82) & (arr[qc + 1] == 0x01)
+    vlen, vs, vbad = lengths(arr, qc + 2)
+    bad |= ~marker | vbad | (vs + vlen != fe)
+    return bb, q, vs, bad
+
+
+def span_names(buf: bytes, spans: list[tuple[int, int]]) -> list[tuple[str, ...]]:
+    """Key paths of raw key spans (`0x12 len part …` nested, or `0x0A len key` flat)."""
+    out = []
+    for s, e in spans:
+        parts = []
+        for _f, _w, val in fields(buf, s, e):
+            parts.append(text(buf, val))
+        out.append(tuple(parts) if parts else ("",))
+    return out
+
+
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+                dtype=np.uint64)
+# _WORD_MASK[k, n]: the bytes of word k (bytes 8k … 8k+7) that lie inside a span of n bytes
+_WORD_MASK = np.array(
+    [[(1 << (8 * min(max(n - 8 * k, 0), 8))) - 1 for n in range(33)] for k in range(4)], dtype=np.uint64
+)
+
+
+def span_codes(buf: bytes, arr: np.ndarray, ks: np.ndarray, ke: np.ndarray
+                ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Identify equal byte spans (keys): (code per span, one (start, end) per code).
+
+    A span of up to 32 bytes — nearly every key — is read as up to four little-endian words
+    (one unaligned gather each, bytes past the span masked off), the words are hashed, and every
+    span is then checked word for word against its code's first span: a hash collision only
+    costs time (the exact path), never a wrong key. Longer spans are compared as Python bytes.
+    """
+    n = ks.size
+    if not n:
+        return np.empty(0, dtype=np.int64), []
+    lens = ke - ks
+    short = lens <= 32
+    codes = np.empty(n, dtype=np.int64)
+    reps: list[tuple[int, int]] = []
+    si = np.flatnonzero(short)
+    if si.size:
+        words8 = np.ndarray((len(buf) - 8,), dtype="<u8", buffer=buf, strides=(1,))
+        s = ks[si]
+        length = lens[si]
+        nwords = int(-(-int(length.max()) // 8)) if length.size else 0
+        words = [words8[s + 8 * k] & _WORD_MASK[k][length] for k in range(max(nwords, 1))]
+        h = length.astype(np.uint64)
+        for k, w in enumerate(words):
+            h = h ^ (w * _MIX[k])
+        c, uniq = pd.factorize(h)
+        first = np.full(len(uniq), -1, dtype=np.int64)
+        first[c] = np.arange(c.size)  # any member of each code serves as its representative
+        rep = first[c]
+        exact = length == length[rep]
+        for w in words:
+            exact &= w == w[rep]
+        if exact.all():
+            codes[si] = c
+            reps = [(int(ks[si[i]]), int(ke[si[i]])) for i in first.tolist()]
+        else:  # a hash collision: compare bytes instead
+            short[:] = False
+    li = np.flatnonzero(~short)
+    if li.size:
+        pieces = list(map(bytes, map(buf.__getitem__, map(slice, ks[li].tolist(), ke[li].tolist()))))
+        c, uniq = pd.factorize(np.array(pieces, dtype=object))
+        first = np.full(len(uniq), -1, dtype=np.int64)
+        first[c] = np.arange(c.size)
+        codes[li] = c + len(reps)
+        reps += [(int(ks[li[i]]), int(ke[li[i]])) for i in first.tolist()]
+    return codes, reps
+
+
+def last_of_repeats(buf: bytes, idx: np.ndarray, sub_s: np.ndarray, sub_e: np.ndarray) -> np.ndarray:
+    """Drop summary records that a later, byte-identical record repeats (wandb rewrites its
+    `_wandb.runtime` record after every row): a repeat sets the same keys to the same values, so
+    only its last copy can matter. Records of up to 64 bytes are compared exactly, as their first
+    and last 32 bytes; longer ones are all kept."""
+    s, e = sub_s[idx], sub_e[idx]
+    short = np.flatnonzero(e - s <= 64)
+    if short.size < 2:
+        return idx
+    words8 = np.ndarray((len(buf) - 8,), dtype="<u8", buffer=buf, strides=(1,))
+    ss, ee = s[short], e[short]
+    words = [words8[ss + 8 * k] for k in range(4)] + [words8[np.maximum(ee - 32, 0) + 8 * k]
+                                                       for k in range(4)]
+    length = (ee - ss).astype(np.uint64)
+    h = length
+    for k, w in enumerate(words):
+        h = h ^ (w * _MIX[k % 4] + np.uint64(k))
+    c, uniq = pd.factorize(h)
+    last = np.full(len(uniq), -1, dtype=np.int64)
+    np.maximum.at(last, c, np.arange(c.size))
+    rep = last[c]
+    exact = length == length[rep]
+    for w in words:
+        exact &= w == w[rep]
+    if not exact.all():  # a hash collision: keep everything
+        return idx
+    drop = np.zeros(idx.size, dtype=bool)
+    drop[short[rep != np.arange(c.size)]] = True
+    return idx[~drop]
