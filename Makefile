@@ -5,18 +5,20 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.core: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+# constraints.txt pins the versions the suite was last run with: pip resolves instantly instead of
+# backtracking through the trackers' dependency trees. Regenerate with `make constraints`.
+$(VENV)/.core: $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q -e . -c constraints.txt
 	touch $@
 
-$(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard contrib/*/pyproject.toml)
-	$(BIN)/pip install -q -e ".[all,dev]"
+$(VENV)/.dev: $(BIN)/python pyproject.toml constraints.txt $(wildcard contrib/*/pyproject.toml)
+	$(BIN)/pip install -q -e ".[all,dev]" -c constraints.txt
 	for pkg in contrib/*/; do [ -f $$pkg/pyproject.toml ] && $(BIN)/pip install -q -e $$pkg --no-deps || true; done
 	bash scripts/install-test-deps.sh
 	touch $@ $(VENV)/.core
@@ -40,3 +42,6 @@ bench: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) demo-runs build *.egg-info
+
+constraints: $(VENV)/.dev
+	$(BIN)/pip freeze --exclude-editable | grep -v '^rundiff' > constraints.txt
