@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 
-
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10× faster
 
 
