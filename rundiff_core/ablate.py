@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diff import SEED_KEYS, ConfigChange, config_diff
-from .many import Group, common_step, group_stat, jsonable, seed_groups, shared_metrics
+from .jsonable import jsonable
+from .many import Group, common_step, group_stat, seed_groups, shared_metrics
 from .model import Run
 from .stats import goal_for, welch_p
 

@@ -33,6 +33,7 @@ from .align import (
 from .arms import Arm
 from .errors import UsageError
 from .groups import GroupRules
+from .jsonable import jsonable
 from .metricnames import NameResolution, resolve_names, spelling_key, tokens
 from .model import Run
 from .stats import goal_for, sample_std
@@ -181,19 +182,7 @@ class CompareResult:
         """Stable JSON shape (`schema` names its version); plot data is not included."""
         d = {k: v for k, v in asdict(self).items() if k not in ("curves", "bands")}
         d["schema"] = SCHEMA
-        return _jsonable(d)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
+        return jsonable(d)
 
 
 # ---- series preparation ------------------------------------------------------------------------

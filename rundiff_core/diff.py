@@ -15,6 +15,7 @@ import numpy as np
 
 from .arms import Arm
 from .errors import MetricNotFoundError, UsageError
+from .jsonable import jsonable
 from .model import Run
 from .stats import STATISTICS, Headline, goal_for, headline, pooled_std, robust_spikes, sample_std
 
@@ -110,19 +111,7 @@ class DiffResult:
     available_metrics: dict[str, list[str]]
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    return obj
+        return jsonable(asdict(self))
 
 
 def _series(run: Run, metric: str) -> tuple[np.ndarray, np.ndarray]:

@@ -293,19 +293,3 @@ class Evidence:
 
     text: str
     evidence: list[str] = field(default_factory=list)
-
-
-def jsonable(obj: Any) -> Any:
-    from dataclasses import asdict, is_dataclass
-
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return jsonable(asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, np.generic):
-        return jsonable(obj.item())
-    return obj

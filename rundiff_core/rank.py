@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .jsonable import jsonable
 from .many import (
     Anomaly,
     Efficiency,
@@ -20,7 +21,6 @@ from .many import (
     common_step,
     gpu_hours,
     group_stat,
-    jsonable,
     seed_groups,
     shared_metrics,
 )

@@ -15,7 +15,8 @@ import numpy as np
 
 from .diff import SEED_KEYS
 from .groups import classify
-from .many import Anomaly, common_step, gpu_hours, jsonable, seed_groups, value_at
+from .jsonable import jsonable
+from .many import Anomaly, common_step, gpu_hours, seed_groups, value_at
 from .model import Run
 from .rank import RankResult, run_rank
 from .stats import goal_for

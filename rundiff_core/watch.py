@@ -20,7 +20,8 @@ import numpy as np
 
 from .align import slice_at
 from .errors import UsageError
-from .many import KILL_EVENTS, jsonable
+from .jsonable import jsonable
+from .many import KILL_EVENTS
 from .model import Run
 from .stats import goal_for, robust_spikes
 
