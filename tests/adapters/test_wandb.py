@@ -441,8 +441,29 @@ def test_realdata_crashed_run_without_history(realdata):
     assert run.seed == 67 and run.env["program"] == "main.py"
 
 
-def test_realdata_log_cut_mid_run_reports_both(realdata):
-    run = load_run(str(realdata / VST / "run-20230329_021634-9fdufjz8"))
+def _aged_copy(realdata, tmp_path, folder, age_seconds):
+    """A copy of a realdata run whose files were last written `age_seconds` ago.
+
+    A log without an exit record is "running" while recently written and "unknown" after; a fresh
+    copy of shared/ (as CI makes) would otherwise look live, so tests set the age they mean.
+    """
+    dst = tmp_path / "wandb" / folder
+    shutil.copytree(realdata / VST / folder, dst)
+    t = time.time() - age_seconds
+    for d, _dirs, files in os.walk(dst):
+        for f in files:
+            os.utime(os.path.join(d, f), (t, t))
+    return dst
+
+
+def test_realdata_cut_log_is_running_only_while_recently_written(realdata, tmp_path):
+    fresh = load_run(str(_aged_copy(realdata, tmp_path / "a", "run-20230329_021634-9fdufjz8", 5)))
+    assert fresh.status == "running"
+    assert any("no exit record yet: the run is still writing its log" in n for n in fresh.fidelity)
+
+
+def test_realdata_log_cut_mid_run_reports_both(realdata, tmp_path):
+    run = load_run(str(_aged_copy(realdata, tmp_path, "run-20230329_021634-9fdufjz8", 86400)))
     h = run.history()
     assert run.status == "unknown"
     assert set(h["key"].astype(str)) == {"lr", "train_loss_local", "grad_norm_square"}
@@ -557,8 +578,8 @@ def test_a_missing_local_path_is_not_sent_to_a_server(tmp_path):
     ("run-20230329_020146-ruzz7bps", "crashed", 1750, 255, 1749),
     ("run-20230329_021634-9fdufjz8", "unknown", 4112, None, 62509),  # wandb-summary.json's claim
 ])
-def test_realdata_each_run(realdata, folder, status, rows, code, summary_step):
-    run = load_run(f"wandb:{realdata / VST / folder}")
+def test_realdata_each_run(realdata, tmp_path, folder, status, rows, code, summary_step):
+    run = load_run(f"wandb:{_aged_copy(realdata, tmp_path, folder, 86400)}")
     h = run.history()
     assert run.status == status and len(h) == 3 * rows
     assert (run.meta.get("exit") or {}).get("exit_code") == code
