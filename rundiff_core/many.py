@@ -48,7 +48,7 @@ def load_sources(
     # Only sources that declare `thread_safe = True` share a pool (clients and sqlite connections
     # of other adapters may not be safe across threads).
     parallel = len(refs) > 4 and all(getattr(src, "thread_safe", False) for _raw, src in opened)
-    workers = min(4, (os.cpu_count() or 1) * 2) if parallel else 1
+    workers = min(4, os.cpu_count() or 1) if parallel else 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = pool.map(load, refs)
         if not show:
