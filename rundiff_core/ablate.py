@@ -96,7 +96,12 @@ def run_ablate(
 ) -> AblateResult:
     base = seed_groups(baseline_runs)[0]
     base_keys = {r.address for r in base.runs}
-    groups = [g for g in seed_groups([r for r in runs if r.address not in base_keys])]
+    groups = seed_groups([r for r in runs if r.address not in base_keys])
+    if not groups:
+        from .errors import UsageError
+
+        raise UsageError("no ablation runs besides the baseline",
+                         hint="give the ablation runs as SRC… and the baseline with --baseline")
     chosen = shared_metrics(base.runs + [r for g in groups for r in g.runs], metrics)
     ablations = []
     for g in groups:

@@ -122,3 +122,9 @@ def test_report_is_deterministic_and_has_sections(sweep, tmp_path, capsys):
     rep = build_report(load_sources([str(sweep / "sweep"), f"local:{sweep / 'csv'}"]))
     assert rep.proxy_metrics == ["loss"] and rep.downstream_metrics == ["eval/accuracy"]
     assert all(r.step == 200 for r in rep.rows)
+
+
+def test_ablate_without_ablations_is_a_usage_error(tmp_path, capsys):
+    base = write_journal(tmp_path / "base" / "seed-0", lr=0.1, floor=0.5)
+    code, out, err = cli(capsys, "ablate", "--baseline", base, base)
+    assert code == 2 and "no ablation runs besides the baseline" in err
