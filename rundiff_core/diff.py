@@ -17,7 +17,16 @@ from .arms import Arm
 from .errors import MetricNotFoundError, UsageError
 from .jsonable import jsonable
 from .model import Run
-from .stats import STATISTICS, Headline, goal_for, headline, pooled_std, robust_spikes, sample_std
+from .stats import (
+    STATISTICS,
+    Headline,
+    goal_for,
+    goal_is_known,
+    headline,
+    pooled_std,
+    robust_spikes,
+    sample_std,
+)
 
 VERDICT_B = "B clearly better (Δ outside 2σ across N>=3 seeds)"
 VERDICT_A = "A clearly better (Δ outside 2σ across N>=3 seeds)"
@@ -90,6 +99,7 @@ class DiffResult:
     b_address: str
     metric: str | None
     goal: str
+    goal_source: str  # "name" (guessed from it), "--goal", or "assumed" (the name says nothing)
     statistic: str
     config_changes: list[ConfigChange]
     config_total: int
@@ -236,6 +246,7 @@ def run_diff(
     collapsed = len(changes) > CONFIG_COLLAPSE_AT and not all_keys
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
     available = {"A": keys_a, "B": keys_b}
+    goal_source = "--goal" if goal else ("name" if goal_is_known(metric) else "assumed")
     goal = goal or goal_for(metric)
     headline_a = headline_b = None
     unavailable: str | None = None
@@ -272,6 +283,7 @@ def run_diff(
         b_address=b.primary.address,
         metric=metric,
         goal=goal,
+        goal_source=goal_source,
         statistic=statistic,
         config_changes=changes if not collapsed else _top_changes(changes, 5),
         config_total=len(changes),

@@ -20,6 +20,11 @@ _MIN_WORDS = re.compile(
 STATISTICS = ("last10_mean", "final", "best")
 
 
+def goal_is_known(metric: str) -> bool:
+    """True when the name says its direction (loss-like or accuracy-like); else goal_for guesses."""
+    return bool(_MIN_WORDS.search(metric) or _MAX_WORDS.search(metric))
+
+
 def goal_for(metric: str) -> str:
     """'min' for loss-like names, 'max' for accuracy-like ones; 'min' when unsure (override)."""
     if _MIN_WORDS.search(metric):

@@ -35,7 +35,8 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
                 out.append(f"- `{c.key}`: {old!r} → (absent)")
             else:
                 out.append(f"- `{c.key}`: {old!r} → {new!r}")
-    out += ["", f"## Headline metric: {r.metric} (goal: {r.goal})"]
+    assumed = " — assumed from no hint in the name; set --goal" if r.goal_source == "assumed" else ""
+    out += ["", f"## Headline metric: {r.metric} (goal: {r.goal}{assumed})"]
     if r.headline_unavailable or r.headline_a is None or r.headline_b is None:
         out.append(r.headline_unavailable or "unavailable")
     else:

@@ -180,3 +180,13 @@ def test_grad_norm_spikes_and_lr_differences(tmp_path, capsys):
     assert "grad-norm B (`grad_norm`): 1 spike(s) at step 40" in out
     assert "lr schedule: differs from step 0" in out
     assert "A has more kill events (1 vs 0)" in out
+
+
+def test_goal_is_marked_assumed_when_the_name_says_nothing(tmp_path, capsys):
+    for name in ("a", "b"):
+        write_journal_run(str(tmp_path / name), config={}, rows=[{"step": i, "foo": i} for i in range(5)], final={})
+    _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo")
+    assert "## Headline metric: foo (goal: min — assumed from no hint in the name; set --goal)" in out
+    _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo",
+                        "--goal", "max")
+    assert "## Headline metric: foo (goal: max)" in out
