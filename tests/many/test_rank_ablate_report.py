@@ -128,3 +128,13 @@ def test_ablate_without_ablations_is_a_usage_error(tmp_path, capsys):
     base = write_journal(tmp_path / "base" / "seed-0", lr=0.1, floor=0.5)
     code, out, err = cli(capsys, "ablate", "--baseline", base, base)
     assert code == 2 and "no ablation runs besides the baseline" in err
+
+
+def test_many_runs_load_with_a_progress_bar(tmp_path, capsys):
+    from rundiff_core.many import load_sources
+
+    for i in range(24):
+        write_journal(tmp_path / f"cfg{i}" / "seed-0", lr=0.01 * (i + 1), floor=0.5, steps=50)
+    runs = load_sources([str(tmp_path)], progress=True)
+    assert len(runs) == 24 and all(len(r.history()) for r in runs)
+    assert [r.name for r in runs] == sorted(r.name for r in runs)  # listing order is kept
