@@ -17,6 +17,7 @@ from .arms import Arm
 from .errors import MetricNotFoundError, UsageError
 from .jsonable import jsonable
 from .model import Run
+from .redact import redact
 from .stats import (
     STATISTICS,
     Headline,
@@ -54,18 +55,21 @@ class ConfigChange:
 
 
 def config_diff(a: Run, b: Run, *, ignore_seed: bool = False) -> list[ConfigChange]:
-    """Changed dotted keys only, sorted; never the whole config."""
+    """Changed dotted keys only, sorted; never the whole config. A changed secret is reported as
+    changed, but its values are redacted here, whatever the adapter did, so no renderer can
+    print one."""
     fa, fb = a.flat_config, b.flat_config
     out = []
     for key in sorted(set(fa) | set(fb)):
         if ignore_seed and SEED_KEYS.search(key):
             continue
+        old, new = redact(fa.get(key), key), redact(fb.get(key), key)
         if key not in fa:
-            out.append(ConfigChange(key, None, fb[key], "added"))
+            out.append(ConfigChange(key, None, new, "added"))
         elif key not in fb:
-            out.append(ConfigChange(key, fa[key], None, "removed"))
+            out.append(ConfigChange(key, old, None, "removed"))
         elif fa[key] != fb[key] and not _both_nan(fa[key], fb[key]):
-            out.append(ConfigChange(key, fa[key], fb[key], "changed"))
+            out.append(ConfigChange(key, old, new, "changed"))
     return out
 
 

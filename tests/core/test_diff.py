@@ -190,3 +190,13 @@ def test_goal_is_marked_assumed_when_the_name_says_nothing(tmp_path, capsys):
     _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo",
                         "--goal", "max")
     assert "## Headline metric: foo (goal: max)" in out
+
+
+def test_secret_config_values_never_reach_any_output(tmp_path, capsys):
+    from rundiff_core.testing import memory_run
+
+    a = memory_run("a", {}, config={"wandb": {"api_key": "sk-live-aaaaaaaaaaaaaaaaaaaa"}, "lr": 1})
+    b = memory_run("b", {}, config={"wandb": {"api_key": "sk-live-bbbbbbbbbbbbbbbbbbbb"}, "lr": 2})
+    changes = {c.key: c for c in config_diff(a, b)}
+    assert changes["wandb.api_key"].old == changes["wandb.api_key"].new == "***REDACTED***"
+    assert changes["lr"].old == 1 and changes["lr"].new == 2
