@@ -19,6 +19,7 @@ from .jsonable import jsonable
 from .many import Anomaly, common_step, gpu_hours, seed_groups, value_at
 from .model import Run
 from .rank import RankResult, run_rank
+from .redact import redact
 from .stats import goal_for
 
 
@@ -98,7 +99,8 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> Experi
     rows = []
     for r in runs:
         flat = {k: v for k, v in r.flat_config.items() if not SEED_KEYS.search(k)}
-        cdiff = {k: flat.get(k) for k in sorted(set(flat) | set(modal)) if flat.get(k) != modal.get(k)}
+        cdiff = {k: redact(flat.get(k), k) for k in sorted(set(flat) | set(modal))
+                 if flat.get(k) != modal.get(k)}
         rows.append(ResultRow(
             run=r.name, address=r.address, step=step, config_diff=cdiff,
             proxy={m: value_at(r, m, common_step(runs, m)).value for m in proxy},
