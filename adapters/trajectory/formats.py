@@ -143,6 +143,12 @@ def _status_without_outcome(raw_status: Any, finish: str, finish_raw: str | None
     return "unscored"
 
 
+def _sum_known(values: list[float | None]) -> float | None:
+    """Sum of the values an export reported; None when it reported none (not 0)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _summarise_skips(run: TrajectoryRun) -> None:
     for reason, n in sorted(run.skipped.items()):
         run.note(f"{n} {reason} skipped")
@@ -563,9 +569,9 @@ def _inspect_record(s: Mapping[str, Any], position: int, scorer_names: list[Any]
         or (split or "").lower() in HOLDOUT_SPLITS,
         split=split,
         position=position,
-        input_tokens=sum(v for v in tin if v is not None) if any(v is not None for v in tin) else None,
-        output_tokens=sum(v for v in tout if v is not None) if any(v is not None for v in tout) else None,
-        cost=sum(v for v in cost if v is not None) if any(v is not None for v in cost) else None,
+        input_tokens=_sum_known(tin),
+        output_tokens=_sum_known(tout),
+        cost=_sum_known(cost),
         features=features,
     )
     if passed is None:
