@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,15 +28,13 @@ from rundiff_core.address import Address
 from rundiff_core.errors import AddressError, InputError, RunNotFoundError
 from rundiff_core.fleet import layout
 from rundiff_core.fleet.schema import RUNS_SCHEMA, from_json
-from rundiff_core.model import Run, RunEvent, RunRef, empty_history
+from rundiff_core.model import Run, RunEvent, RunRef, empty_history, history_frame
 from rundiff_core.redact import redact
 from rundiff_core.source import BaseSource
 
 FILTER_FIELDS = ("run_uid", "name", "source", "project", "status", "run_id", "input", "address",
                  "seed_group")
 MIN_PREFIX = 4
-READ_AHEAD = 8  # partition files read ahead of the run being loaded (multi-run addresses)
-READ_AHEAD_THREADS = 2
 _BASE_COLUMNS = [f.name for f in RUNS_SCHEMA]
 
 # runs-table path → ((mtime_ns, size), rows by uid, uids in order)
@@ -107,6 +105,12 @@ def parse_filters(fragment: str) -> dict[str, list[str]]:
     return out
 
 
+def _any_glob(globs: list[str]) -> re.Pattern[str]:
+    """One compiled pattern matching any of `globs` (a fleet query can list hundreds); no globs
+    match nothing."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs) or "(?!)")
+
+
 class ParquetSource(BaseSource):
     """A fleet dataset, or the runs of it an address fragment selects."""
 
@@ -119,22 +123,26 @@ class ParquetSource(BaseSource):
                              hint="create one with `rundiff export SRC… -o DATASET/`")
         self.manifest = _manifest(self.root)
         self.filters = parse_filters(self.fragment) if "=" in self.fragment else None
-        self._listed: list[str] = []
-        self._position: dict[str, int] = {}
-        self._loaded: set[str] = set()
-        self._ahead: dict[str, Future] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._snapshot: tuple[dict[str, dict[str, Any]], list[str]] | None = None
+
+    def _index(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """The runs table as this source first saw it: one consistent view per source (a re-export
+        while it is open shows up in the next source opened)."""
+        if self._snapshot is None:
+            self._snapshot = _runs_index(self.root)
+        return self._snapshot
 
     # -- listing --------------------------------------------------------------------------------
     def _selected(self) -> list[str]:
-        by_uid, order = _runs_index(self.root)
+        by_uid, order = self._index()
         frag = self.fragment
         if not frag:
             return order
         if self.filters is not None:
+            # one compiled pattern per field: a fleet query can list hundreds of globs
+            patterns = [(f, _any_glob(globs)) for f, globs in self.filters.items()]
             return [u for u in order if all(
-                any(fnmatch.fnmatchcase(str(by_uid[u].get(f) or ""), g) for g in globs)
-                for f, globs in self.filters.items())]
+                p.match(str(by_uid[u].get(f) or "")) for f, p in patterns)]
         if frag in by_uid:
             return [frag]
         matches = [u for u in order if len(frag) >= MIN_PREFIX and u.startswith(frag)]
@@ -154,14 +162,12 @@ class ParquetSource(BaseSource):
         return f"parquet:{self.root}#{uid}"
 
     def list_runs(self) -> list[RunRef]:
-        by_uid, _ = _runs_index(self.root)
-        self._listed = self._selected()
-        self._position = {u: i for i, u in enumerate(self._listed)}
+        by_uid, _ = self._index()
         return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
-                for u in self._listed]
+                for u in self._selected()]
 
     def _row(self, ref: RunRef) -> dict[str, Any]:
-        by_uid, _ = _runs_index(self.root)
+        by_uid, _ = self._index()
         row = by_uid.get(ref.run_id)
         if row is None:
             raise RunNotFoundError(f"no run {ref.run_id!r} in fleet dataset {self.root}",
@@ -220,7 +226,7 @@ class ParquetSource(BaseSource):
             return empty_history()
         path = self._points_path(row)
         try:
-            table = self._points_table(row["run_uid"], path)
+            table = layout.read_points_table(path)
         except FileNotFoundError:
             raise InputError(
                 f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "
@@ -241,41 +247,8 @@ class ParquetSource(BaseSource):
                 frame.attrs["fidelity"] = notes
         return frame
 
-    # -- reading ahead ----------------------------------------------------------------------------
     def _points_path(self, row: dict[str, Any]) -> str:
         return layout.points_file(self.root, row.get("source") or "", row["run_uid"])
-
-    def _points_table(self, uid: str, path: str) -> Any:
-        """The run's points, read ahead by a helper thread when it was next in line."""
-        future = self._ahead.pop(uid, None)
-        self._loaded.add(uid)
-        self._read_ahead(uid)
-        if future is not None:
-            return future.result()
-        return _read_points(path)
-
-    def _read_ahead(self, uid: str) -> None:
-        """Start reading the next runs of the listing: commands that load many runs of one
-        address (rank, report, compare) then overlap file reads, which release the GIL, with
-        building frames. At most READ_AHEAD tables wait in memory."""
-        pos = self._position.get(uid)
-        if pos is None or len(self._listed) < 2:
-            return
-        by_uid, _ = _runs_index(self.root)
-        for nxt in self._listed[pos + 1:pos + 1 + READ_AHEAD]:
-            row = by_uid.get(nxt)
-            if nxt in self._ahead or nxt in self._loaded or not row or not row.get("n_points"):
-                continue
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS,
-                                                thread_name_prefix="rundiff-parquet")
-            self._ahead[nxt] = self._pool.submit(_read_points, self._points_path(row))
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
-        self._ahead.clear()
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """Runs of this dataset that the original adapter called seeds of the same arm."""
@@ -283,13 +256,9 @@ class ParquetSource(BaseSource):
         group = row.get("seed_group")
         if not group:
             return [ref]
-        by_uid, order = _runs_index(self.root)
+        by_uid, order = self._index()
         return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
                 for u in order if by_uid[u].get("seed_group") == group]
-
-
-def _read_points(path: str) -> Any:
-    return layout.read_table(path, read_dictionary=["key"])
 
 
 def _frame(table: Any) -> pd.DataFrame:
@@ -308,15 +277,8 @@ def _frame(table: Any) -> pd.DataFrame:
     else:
         keys = np.asarray(key.cast("string").to_pylist() if hasattr(key, "indices")
                           else key.to_pylist(), dtype=object)
-    return pd.DataFrame(
-        {
-            "step": _floats(table.column("step")),
-            "key": keys,
-            "value": _floats(table.column("value")),
-            "wall_time": _floats(table.column("wall_time")),
-        },
-        copy=False,
-    )
+    return history_frame(_floats(table.column("step")), keys, _floats(table.column("value")),
+                         _floats(table.column("wall_time")))
 
 
 _DTYPES: dict[tuple[str, ...], pd.CategoricalDtype] = {}

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+try:  # the reader behind pq.ParquetFile, without its Python set-up (a third of a small file's read)
+    from pyarrow._parquet import ParquetReader as _ParquetReader
+except ImportError:  # pragma: no cover - a pyarrow that moved it: the public path still works
+    _ParquetReader = None
 
 from ..errors import InputError
 from .schema import FORMAT, MANIFEST, PARQUET_META_KEY, SCHEMA_VERSION
@@ -31,6 +37,7 @@ def partition_dir(root: str, source: str, run_uid: str) -> str:
                         f"run_uid={quote(run_uid, safe='')}")
 
 
+@lru_cache(maxsize=8192)  # a fleet query asks for the same few thousand paths again and again
 def points_file(root: str, source: str, run_uid: str) -> str:
     return os.path.join(partition_dir(root, source, run_uid), PART_FILE)
 
@@ -97,6 +104,27 @@ def read_table(path: str, columns: list[str] | None = None,
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{path} is not a readable Parquet file ({type(exc).__name__}: {exc})",
+            hint="re-run `rundiff export` for this dataset (add --full to rewrite every run)",
+        ) from None
+
+
+def read_points_table(path: str) -> pa.Table:
+    """One run's points file, key column as a dictionary: the `parquet:` adapter's hot path
+    (a fleet query opens hundreds of these small files)."""
+    if _ParquetReader is None:
+        return read_table(path, read_dictionary=["key"])
+    with open(path, "rb") as fh:  # FileNotFoundError passes through: the caller words it
+        data = fh.read()
+    try:
+        reader = _ParquetReader()
+        reader.open(pa.BufferReader(data), read_dictionary=["key"], pre_buffer=False)
+        meta = reader.metadata.metadata or {}
+        if PARQUET_META_KEY in meta:
+            check_version(meta[PARQUET_META_KEY].decode(), path)
+        return reader.read_all(use_threads=False)
+    except (pa.ArrowException, OSError, KeyError) as exc:
         raise InputError(
             f"{path} is not a readable Parquet file ({type(exc).__name__}: {exc})",
             hint="re-run `rundiff export` for this dataset (add --full to rewrite every run)",

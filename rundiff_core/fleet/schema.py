@@ -159,7 +159,9 @@ def to_json(value: Any) -> str:
 def from_json(text: str | None, default: Any = None) -> Any:
     if text is None or text == "":
         return default
-    return _restore(json.loads(text))
+    value = json.loads(text)
+    # to_json wrote non-finite floats as these strings; skip the walk when none can be there
+    return _restore(value) if ('"NaN"' in text or 'Infinity"' in text) else value
 
 
 # -- a Run as a row -------------------------------------------------------------------------------

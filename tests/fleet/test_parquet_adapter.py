@@ -145,21 +145,68 @@ def test_missing_partition_is_a_typed_error(fleet):
         run.history()
 
 
-def test_read_ahead_gives_the_same_frames_and_the_same_errors(fleet):
+def test_one_missing_partition_fails_only_its_run(fleet):
     _src, dataset = fleet
     source = open_source(f"parquet:{dataset}")
     runs = [source.load_run(ref) for ref in source.list_runs()]
     os.remove(runs[2].meta["path"])
-    runs[0].history()  # starts reading the next runs ahead, the missing one included
-    assert source._ahead, "nothing was read ahead"
-    for run in runs[1:]:
+    for run in runs:
         if run is runs[2]:
             with pytest.raises(InputError, match="is missing"):
                 run.history()
         else:
-            alone = load_run(run.address)  # a one-run address: no read-ahead
+            alone = load_run(run.address)  # a one-run address reads the same frame
             assert_history_equal(run.history(), alone.history(), ordered=True)
-    source.close()
+
+
+def test_points_files_are_lz4_with_split_floats_and_old_zstd_files_still_read(fleet):
+    """The writer's layout is a speed choice, not part of the schema: a dataset whose points files
+    an earlier rundiff wrote with zstd (or anyone wrote with defaults) reads the same."""
+    import pyarrow.parquet as pq
+
+    from rundiff_core.fleet import layout
+
+    _src, dataset = fleet
+    runs = load_runs(f"parquet:{dataset}")
+    path = runs[0].meta["path"]
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    by_name = {chunk.column(i).path_in_schema: chunk.column(i) for i in range(chunk.num_columns)}
+    assert by_name["value"].compression == "LZ4"
+    assert "BYTE_STREAM_SPLIT" in by_name["value"].encodings
+    assert "RLE_DICTIONARY" in by_name["key"].encodings
+    before = runs[0].history()
+    table = pq.read_table(path)
+    for options in ({"compression": "zstd", "use_dictionary": ["key"]},  # rundiff ≤ 0.1 wrote this
+                    {}):  # pyarrow defaults: snappy, every column dictionary-encoded
+        pq.write_table(table, path, **options)
+        again = load_run(runs[0].address).history()
+        assert_history_equal(again, before, ordered=True)
+        assert isinstance(again["key"].dtype, type(before["key"].dtype))
+    assert layout.read_points_table(path).num_rows == len(before)
+
+
+def test_many_globs_select_like_one_at_a_time(fleet):
+    _src, dataset = fleet
+    rows = read_runs(str(dataset)).to_pylist()
+    names = sorted(r["name"] for r in rows)
+    picked = names[::2]
+    many = load_runs(f"parquet:{dataset}#name=" + ",".join(picked))
+    assert sorted(r.name for r in many) == picked
+    one_by_one = sorted(r.name for n in picked for r in load_runs(f"parquet:{dataset}#name={n}"))
+    assert one_by_one == picked
+    with pytest.raises(InputError, match="names no runs"):  # an empty glob list matches nothing
+        load_runs(f"parquet:{dataset}#name=")
+
+
+def test_an_open_source_keeps_its_view_and_the_next_one_sees_a_re_export(fleet):
+    src, dataset = fleet
+    source = open_source(f"parquet:{dataset}")
+    before = [r.run_id for r in source.list_runs()]
+    write_journal_run(str(src / "arm-9" / "seed-0"), config={"lr": 1.0},
+                      rows=[{"step": 0, "loss": 1.0}], final={"status": "finished"}, seed=0)
+    export_fleet([str(src)], str(dataset), workers=0, progress=False)
+    assert [r.run_id for r in source.list_runs()] == before
+    assert len(open_source(f"parquet:{dataset}").list_runs()) == len(before) + 1
 
 
 def test_reading_does_not_write(fleet):
