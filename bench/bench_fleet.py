@@ -64,7 +64,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=None, help="local engine processes")
     ap.add_argument("--sample", type=int, default=200, help="runs loaded in the read comparison")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", action="store_true",
                     help="reuse an existing dataset (skip the export timings)")
     args = ap.parse_args()
@@ -134,22 +134,26 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
     def journal_folders() -> int:  # one address per experiment folder
         return sum(len(r.history()) for f in folders for r in load_runs(f"journal:{f}"))
 
-    def timed(fn) -> tuple[float, float, int]:
-        fn()  # warm the OS file cache, so neither backend pays cold reads
-        best_wall = best_cpu = float("inf")
+    def timed_pair(jfn, pfn) -> tuple[tuple[float, float, int], tuple[float, float, int]]:
+        """Best wall and CPU time of each, measured alternately (journal, parquet, journal, …) so
+        that a machine getting busier or quieter mid-run does not favour either side."""
+        jfn(), pfn()  # warm the OS file cache, so neither backend pays cold reads
+        best = {jfn: [float("inf"), float("inf"), 0], pfn: [float("inf"), float("inf"), 0]}
         for _ in range(args.repeat):
-            t, c = time.perf_counter(), time.process_time()
-            n = fn()
-            best_wall = min(best_wall, time.perf_counter() - t)
-            best_cpu = min(best_cpu, time.process_time() - c)
-        return best_wall, best_cpu, n
+            for fn in (jfn, pfn):
+                t, c = time.perf_counter(), time.process_time()
+                n = fn()
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                b = best[fn]
+                b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), n
+        return tuple(best[jfn]), tuple(best[pfn])
 
-    print(f"\n== load {len(sample)} runs (metadata + every point; best of {args.repeat}) ==")
+    print(f"\n== load {len(sample)} runs (metadata + every point; best of {args.repeat}, "
+          "alternating) ==")
     for label, jfn, pfn in (("one address per run", journal_each, parquet_each),
                             (f"{len(folders)} journal folders vs 1 parquet filter address",
                              journal_folders, parquet_one)):
-        jw, jc, n = timed(jfn)
-        pw, pc, m = timed(pfn)
+        (jw, jc, n), (pw, pc, m) = timed_pair(jfn, pfn)
         assert n == m, (n, m)
         print(f"{label}:")
         print(f"  journal:  wall {jw:6.3f}s ({jw / len(sample) * 1e3:5.2f} ms/run)  "

@@ -36,28 +36,27 @@ def empty_history() -> pd.DataFrame:
 
 
 _HISTORY_INDEX = pd.Index(HISTORY_COLUMNS)
-try:  # pandas' own column-arrays → frame step, reached without the public constructor's overhead
-    from pandas.core.internals.construction import arrays_to_mgr as _arrays_to_mgr
+_PLACEMENTS = [np.array([i]) for i in range(len(HISTORY_COLUMNS))]
+try:  # pandas' public low-level constructor (the one pyarrow's to_pandas uses), pandas ≥ 3
+    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
 except ImportError:  # pragma: no cover
-    _arrays_to_mgr = None
+    _from_blocks = None
 
 
 def history_frame(step: np.ndarray, key: Any, value: np.ndarray, wall_time: np.ndarray) -> pd.DataFrame:
-    """The canonical frame from ready column arrays (float64 arrays, key categorical or object),
-    zero-copy and without the dict constructor's per-column dispatch: 4× faster on small runs,
-    which matters when a query loads hundreds of them."""
-    columns = [step, key, value, wall_time]
-    if _arrays_to_mgr is not None:
-        # ready arrays (float64 numpy, categorical key) need no coercion; others get pandas' own
-        ready = isinstance(key, pd.Categorical) and all(
-            isinstance(a, np.ndarray) and a.dtype == np.float64 for a in (step, value, wall_time))
-        try:
-            mgr = _arrays_to_mgr(columns, _HISTORY_INDEX, pd.RangeIndex(len(step)),
-                                 verify_integrity=not ready, consolidate=False)
-            return pd.DataFrame._from_mgr(mgr, axes=mgr.axes)
-        except (AttributeError, TypeError, ValueError):  # pragma: no cover - internals moved
-            pass
-    return pd.DataFrame(dict(zip(HISTORY_COLUMNS, columns, strict=True)), copy=False)
+    """The canonical frame from column arrays. Ready arrays (float64 numpy, categorical key)
+    become blocks as they are — zero-copy, 4× faster than the dict constructor on small runs,
+    which matters when a query loads hundreds; anything else goes through the constructor."""
+    floats = (step, value, wall_time)
+    if _from_blocks is not None and isinstance(key, pd.Categorical) and all(
+            isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1
+            and len(a) == len(key) for a in floats):
+        blocks = [(a.reshape(1, -1), _PLACEMENTS[i]) for i, a in ((0, step), (2, value),
+                                                                     (3, wall_time))]
+        blocks.append((key, _PLACEMENTS[1]))
+        return _from_blocks(blocks, pd.RangeIndex(len(key)), _HISTORY_INDEX)
+    return pd.DataFrame(dict(zip(HISTORY_COLUMNS, (step, key, value, wall_time), strict=True)),
+                        copy=False)
 
 
 def make_history(

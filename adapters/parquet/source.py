@@ -10,7 +10,9 @@ Address grammar (docs/fleet.md):
                                         ANDed; FIELD is one of FILTER_FIELDS
 
 Only the small runs table is read to list and describe runs (cached per process while the file is
-unchanged); a run's history opens just its own partition file.
+unchanged). A run's history comes from the dataset's pack (one file, a row group per run; read in
+batches for multi-run addresses) when the pack holds exactly that run's points, else from the
+run's own partition file.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from rundiff_core.address import Address
 from rundiff_core.errors import AddressError, InputError, RunNotFoundError
 from rundiff_core.fleet import layout
+from rundiff_core.fleet import pack as packing
 from rundiff_core.fleet.schema import RUNS_SCHEMA, from_json
 from rundiff_core.model import Run, RunEvent, RunRef, empty_history, history_frame
 from rundiff_core.redact import redact
@@ -35,6 +39,7 @@ from rundiff_core.source import BaseSource
 FILTER_FIELDS = ("run_uid", "name", "source", "project", "status", "run_id", "input", "address",
                  "seed_group")
 MIN_PREFIX = 4
+PACK_BATCH = 32  # runs of a multi-run address read from the pack in one call (~5 MB)
 _BASE_COLUMNS = [f.name for f in RUNS_SCHEMA]
 
 # runs-table path → ((mtime_ns, size), rows by uid, uids in order)
@@ -124,6 +129,10 @@ class ParquetSource(BaseSource):
         self.manifest = _manifest(self.root)
         self.filters = parse_filters(self.fragment) if "=" in self.fragment else None
         self._snapshot: tuple[dict[str, dict[str, Any]], list[str]] | None = None
+        self._listed: list[str] = []
+        self._position: dict[str, int] = {}
+        self._pack: Any = False  # not opened yet; then a Pack, or None when there is none
+        self._batch: dict[str, Any] = {}  # tables read from the pack ahead of their run
 
     def _index(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
         """The runs table as this source first saw it: one consistent view per source (a re-export
@@ -163,8 +172,10 @@ class ParquetSource(BaseSource):
 
     def list_runs(self) -> list[RunRef]:
         by_uid, _ = self._index()
+        self._listed = self._selected()
+        self._position = {u: i for i, u in enumerate(self._listed)} if len(self._listed) > 1 else {}
         return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
-                for u in self._selected()]
+                for u in self._listed]
 
     def _row(self, ref: RunRef) -> dict[str, Any]:
         by_uid, _ = self._index()
@@ -224,15 +235,9 @@ class ParquetSource(BaseSource):
         row = self._row(ref)
         if not row.get("n_points"):
             return empty_history()
-        path = self._points_path(row)
-        try:
-            table = layout.read_points_table(path)
-        except FileNotFoundError:
-            raise InputError(
-                f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "
-                f"partition {path} is missing",
-                hint="re-run `rundiff export` on this dataset to rewrite it",
-            ) from None
+        table = self._packed(row)
+        if table is None:
+            table = self._partition(row)
         frame = _frame(table)
         if len(frame) != row["n_points"]:
             frame.attrs["fidelity"] = [
@@ -246,6 +251,49 @@ class ParquetSource(BaseSource):
             if notes:
                 frame.attrs["fidelity"] = notes
         return frame
+
+    def _packed(self, row: dict[str, Any]) -> Any:
+        """The run's points from the dataset's pack when it holds exactly them (see fleet/pack.py),
+        else None. A multi-run address reads the next PACK_BATCH listed runs in the same call."""
+        uid = row["run_uid"]
+        table = self._batch.pop(uid, None)
+        if table is not None:
+            return table
+        if self._pack is False:
+            self._pack = packing.open_pack(self.root)
+        pack = self._pack
+        entry = pack.entry(uid, row.get("n_points"), row.get("content_hash")) if pack else None
+        if entry is None:
+            return None
+        wanted = [(uid, entry)]
+        pos = self._position.get(uid)
+        if pos is not None:
+            by_uid, _ = self._index()
+            for nxt in self._listed[pos + 1:]:
+                if len(wanted) >= PACK_BATCH:
+                    break
+                r = by_uid.get(nxt)
+                e = pack.entry(nxt, r.get("n_points"), r.get("content_hash")) if r else None
+                if e is not None and nxt not in self._batch:
+                    wanted.append((nxt, e))
+        try:
+            tables = pack.read([e for _u, e in wanted])
+        except (pa.ArrowException, OSError, ValueError):
+            self._pack = None  # unreadable: every run of this source reads its partition
+            return None
+        self._batch.update((u, t) for (u, _e), t in zip(wanted[1:], tables[1:], strict=True))
+        return tables[0]
+
+    def _partition(self, row: dict[str, Any]) -> Any:
+        path = self._points_path(row)
+        try:
+            return layout.read_points_table(path)
+        except FileNotFoundError:
+            raise InputError(
+                f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "
+                f"partition {path} is missing",
+                hint="re-run `rundiff export` on this dataset to rewrite it",
+            ) from None
 
     def _points_path(self, row: dict[str, Any]) -> str:
         return layout.points_file(self.root, row.get("source") or "", row["run_uid"])

@@ -41,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="ignore what the dataset holds and rewrite every run")
     p.add_argument("--prune", action="store_true",
                    help="drop runs that no input lists any more")
+    p.add_argument("--no-pack", dest="pack", action="store_false",
+                   help="write no packed copy of the points (_pack/, which makes parquet: reads "
+                   "2-3x faster for twice the points' disk space) and delete an existing one")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="show a progress bar (default: only on a terminal)")
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     summary = export_fleet(
         args.sources, args.output, engine=args.engine, workers=args.workers,
         scheduler=args.scheduler, write_in=args.write_in, full=args.full, prune=args.prune,
-        progress=args.progress,
+        progress=args.progress, pack=args.pack,
     )
     if args.format == "json":
         print(dumps(summary.to_dict()))
@@ -77,6 +80,9 @@ def render_summary(s: ExportSummary) -> str:
         f"({s.runs_per_second:,.1f} runs/s, {s.points_per_second:,.0f} points/s)",
         f"  dataset: {s.runs_in_dataset} runs, {s.points_in_dataset:,} points, {mb:,.1f} MB",
     ]
+    if s.pack_problem:
+        lines.append(f"  pack not written ({s.pack_problem}): parquet: reads the partitions, "
+                     "slower but complete")
     if s.failures:
         lines.append(f"  {s.failed} run(s) and {s.inputs_failed} input(s) failed "
                      "(errors table: errors/part-0.parquet):")

@@ -20,6 +20,7 @@ from ..address import parse_address
 from ..errors import InputError, RundiffError, UsageError
 from ..plugins import get_plugins
 from . import layout, writer
+from . import pack as packing
 from .engines import DaskEngine, LocalEngine, make_engine
 from .schema import RUNS_SCHEMA, base_row, errors_table, runs_table
 from .worker import LOCAL_SOURCES, Prior, RunResult, RunTask, close_sources, register_local_source
@@ -48,6 +49,8 @@ class ExportSummary:
     dataset_bytes: int = 0
     seconds: float = 0.0
     interrupted: bool = False
+    pack_bytes: int = 0  # the packed copy of the points rewritten by this export (see pack.py)
+    pack_problem: str | None = None  # why the pack could not be written (the dataset is whole)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -203,22 +206,24 @@ def export_fleet(
     full: bool = False,
     prune: bool = False,
     progress: bool | ProgressHook | None = None,
+    pack: bool = True,
 ) -> ExportSummary:
     """Export every run the `sources` name into the dataset folder `dataset`.
 
     `sources` are addresses (anything `rundiff ls` accepts) or RunSource objects (in-process only).
     Re-running updates the dataset incrementally (see docs/fleet.md); `full=True` rewrites every
     run; `prune=True` drops runs that are no longer listed by any input. A per-run failure goes to
-    the errors table and the summary; the export carries on.
+    the errors table and the summary; the export carries on. `pack=False` writes (and keeps) no
+    packed copy of the points (`_pack/`, which makes `parquet:` reads faster; see fleet/pack.py).
     """
     eng = engine if not isinstance(engine, str) else make_engine(
         engine, workers=workers, scheduler=scheduler, write_in=write_in)
     with eng:  # a Dask engine connects here, before the dataset is touched
-        return _export(sources, os.path.abspath(dataset), eng, full, prune, progress)
+        return _export(sources, os.path.abspath(dataset), eng, full, prune, progress, pack)
 
 
 def _export(sources: Sequence[Any], root: str, eng: LocalEngine | DaskEngine, full: bool,
-            prune: bool, progress: bool | ProgressHook | None) -> ExportSummary:
+            prune: bool, progress: bool | ProgressHook | None, pack: bool) -> ExportSummary:
     started = time.perf_counter()
     at = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
     writer.prepare(root)
@@ -269,7 +274,7 @@ def _export(sources: Sequence[Any], root: str, eng: LocalEngine | DaskEngine, fu
             if prune and completed and not list_failures:
                 listed = {t.ref.address for t in tasks}
                 summary.pruned = _prune(root, rows, seen_uids, listed)
-            _finish(root, rows, summary, started)
+            _finish(root, rows, summary, started, pack=pack if completed else None)
     return summary
 
 
@@ -334,10 +339,14 @@ def _prune(root: str, rows: dict[str, dict[str, Any]], seen: set[str], listed: s
 
 
 def _finish(root: str, rows: dict[str, dict[str, Any]], summary: ExportSummary,
-            started: float) -> None:
-    """Rewrite the runs and errors tables and the manifest; fill in the summary's totals."""
+            started: float, *, pack: bool | None) -> None:
+    """Rewrite the runs and errors tables, the pack (unless the export stopped early: `pack` is
+    None, and the old pack's entries for rewritten runs no longer match) and the manifest; fill in
+    the summary's totals."""
     writer.atomic_write_table(runs_table(rows.values()), layout.runs_file(root), root)
     writer.atomic_write_table(errors_table(summary.failures), layout.errors_file(root), root)
+    if pack is not None:
+        summary.pack_bytes, summary.pack_problem = packing.update_pack(root, rows, enabled=pack)
     summary.runs_in_dataset = len(rows)
     summary.points_in_dataset = sum(int(r.get("n_points") or 0) for r in rows.values())
     summary.seconds = time.perf_counter() - started

@@ -57,8 +57,10 @@ class TestParquetContract(AdapterContract):
         write_fleet(src, arms=1, seeds=1)
         dataset = tmp_path / "fleet"
         _export_cli([str(src)], str(dataset))
-        for dirpath, _d, files in os.walk(dataset / "points"):
+        for dirpath, _d, files in os.walk(dataset):  # the partitions and the pack
             for f in files:
+                if not f.endswith(".parquet") or os.path.basename(dirpath) in ("runs", "errors"):
+                    continue
                 path = os.path.join(dirpath, f)
                 with open(path, "r+b") as fh:  # a torn file, as a crashed copy would leave it
                     fh.truncate(os.path.getsize(path) // 2)
@@ -137,8 +139,15 @@ def test_seed_siblings_come_from_the_export(fleet):
     assert len(groups) == 3 and all(len(g) == 2 for g in groups)
 
 
+def _drop_pack(dataset) -> None:
+    from rundiff_core.fleet.pack import pack_path
+
+    os.remove(pack_path(str(dataset)))
+
+
 def test_missing_partition_is_a_typed_error(fleet):
     _src, dataset = fleet
+    _drop_pack(dataset)  # with a pack, the run's points are still there (tests/fleet/test_pack.py)
     run = load_runs(f"parquet:{dataset}")[0]
     os.remove(run.meta["path"])
     with pytest.raises(InputError, match="partition .* is missing"):
@@ -147,6 +156,7 @@ def test_missing_partition_is_a_typed_error(fleet):
 
 def test_one_missing_partition_fails_only_its_run(fleet):
     _src, dataset = fleet
+    _drop_pack(dataset)
     source = open_source(f"parquet:{dataset}")
     runs = [source.load_run(ref) for ref in source.list_runs()]
     os.remove(runs[2].meta["path"])
