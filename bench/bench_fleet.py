@@ -7,7 +7,9 @@
 3. Load 200 of those runs (20 experiment folders × 10 seeds; metadata + every point) in this
    process, through `parquet:` and through `journal:`, two ways: one address per run, and the way
    a fleet query names them (one `parquet:DATASET#address=…` filter vs one `journal:` address per
-   experiment folder). Prints wall and CPU ratios. Target: ≥ 10×.
+   experiment folder). The two backends are timed alternately, best of --repeat each. Prints wall
+   and CPU ratios. Target: ≥ 10×. `parquet:` reads the dataset's pack (docs/fleet.md); export with
+   `--no-pack`, or move `DATASET/_pack` aside and pass --keep, to measure the partitions alone.
 
 Usage: python bench/bench_fleet.py [--quick] [--runs N] [--steps N] [--workers N] [--sample N]
                                    [--repeat N] [--keep]
@@ -148,8 +150,11 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
                 b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), n
         return tuple(best[jfn]), tuple(best[pfn])
 
+    from rundiff_core.fleet.pack import pack_path
+
+    packed = os.path.exists(pack_path(dataset))
     print(f"\n== load {len(sample)} runs (metadata + every point; best of {args.repeat}, "
-          "alternating) ==")
+          f"alternating; parquet: {'with' if packed else 'WITHOUT'} the pack) ==")
     for label, jfn, pfn in (("one address per run", journal_each, parquet_each),
                             (f"{len(folders)} journal folders vs 1 parquet filter address",
                              journal_folders, parquet_one)):

@@ -72,9 +72,17 @@ def is_secret_key(key: str, extra: Iterable[str] = ()) -> bool:
     return bool(_compiled(tuple(extra) + _plugin_patterns()).search(str(key)))
 
 
+# Every pattern above needs one of these; text without any (most config values) is returned as is.
+_MAYBE_SECRET = re.compile(r"[=:]|sk-|gh[pousr]_|xox[abprs]-|AKIA|AIza|hf_|eyJ|(?i:bearer)")
+
+
 def redact_text(text: str) -> str:
     """Scrub secrets embedded in free text: URL passwords, quoted and bare KEY=value pairs, bearer
     tokens, and well-known key shapes (sk-…, ghp_…, AKIA…, hf_…, JWTs)."""
+    return _scrub(text) if _MAYBE_SECRET.search(text) else text
+
+
+def _scrub(text: str) -> str:
     text = _QUOTED_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)

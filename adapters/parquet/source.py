@@ -70,11 +70,14 @@ def _runs_index(root: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
 _MANIFESTS: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
 
 
-def _manifest(root: str) -> dict[str, Any]:
+def _manifest(root: str, given: str) -> dict[str, Any]:
     """The checked manifest, re-read only when the file changed (one stat per open)."""
     try:
         st = os.stat(layout.manifest_path(root))
     except OSError:
+        if not os.path.isdir(root):
+            raise InputError(f"no such fleet dataset: {given}",
+                             hint="create one with `rundiff export SRC… -o DATASET/`") from None
         return layout.read_manifest(root)  # raises the typed "not a dataset" error
     stamp = (st.st_mtime_ns, st.st_size)
     hit = _MANIFESTS.get(root)
@@ -123,10 +126,7 @@ class ParquetSource(BaseSource):
         super().__init__(address)
         path, self.fragment = split_locator(address.locator or ".")
         self.root = os.path.abspath(os.path.expanduser(path or "."))
-        if not os.path.isdir(self.root):
-            raise InputError(f"no such fleet dataset: {path}",
-                             hint="create one with `rundiff export SRC… -o DATASET/`")
-        self.manifest = _manifest(self.root)
+        self.manifest = _manifest(self.root, path)
         self.filters = parse_filters(self.fragment) if "=" in self.fragment else None
         self._snapshot: tuple[dict[str, dict[str, Any]], list[str]] | None = None
         self._listed: list[str] = []
@@ -309,24 +309,26 @@ class ParquetSource(BaseSource):
                 for u in order if by_uid[u].get("seed_group") == group]
 
 
+_COLUMNS = ["key", "step", "value", "wall_time"]
+
+
 def _frame(table: Any) -> pd.DataFrame:
     """A points table (key read as dictionary) → canonical history frame, without copies."""
-    key = table.column("key")
+    key, step, value, wall = (table.columns if table.column_names == _COLUMNS
+                              else [table.column(c) for c in _COLUMNS])
     key = key.chunk(0) if key.num_chunks == 1 else key.combine_chunks()
+    keys: Any = None
     if hasattr(key, "indices") and key.null_count == 0:
         cats = key.dictionary.to_pylist()
         if len(set(cats)) == len(cats):
-            dtype = _key_dtype(tuple(cats))
-            keys: Any = pd.Categorical.from_codes(
-                key.indices.to_numpy(zero_copy_only=False).astype("int32", copy=False),
-                dtype=dtype, validate=False)
-        else:  # chunks with their own dictionaries: plain strings
-            keys = np.asarray(key.cast("string").to_pylist(), dtype=object)
-    else:
-        keys = np.asarray(key.cast("string").to_pylist() if hasattr(key, "indices")
-                          else key.to_pylist(), dtype=object)
-    return history_frame(_floats(table.column("step")), keys, _floats(table.column("value")),
-                         _floats(table.column("wall_time")))
+            codes = key.indices.to_numpy(zero_copy_only=False)
+            # pandas keeps codes in the smallest int type: give it that directly (one copy)
+            codes = codes.astype(np.int8 if len(cats) < 127 else np.int32, copy=False)
+            keys = pd.Categorical.from_codes(codes, dtype=_key_dtype(tuple(cats)), validate=False)
+    if keys is None:  # plain strings, or chunks whose dictionaries repeat values
+        plain = key.cast("string") if hasattr(key, "indices") else key
+        keys = np.asarray(plain.to_pylist(), dtype=object)
+    return history_frame(_floats(step), keys, _floats(value), _floats(wall))
 
 
 _DTYPES: dict[tuple[str, ...], pd.CategoricalDtype] = {}

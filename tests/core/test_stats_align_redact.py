@@ -92,3 +92,29 @@ def test_redaction_of_keys_urls_and_inline():
     assert out["max_tokens"] == 10 and out["tokenizer"] == "gpt2"
     assert out["db_url"] == f"postgres://u:{REDACTED}@h/db"
     assert "xyz" not in out["cmd"] and out["list"][0]["secret"] == REDACTED
+
+
+def test_the_cheap_precheck_never_skips_text_a_full_scrub_would_change():
+    """redact_text skips strings without any secret marker; that must never hide a secret."""
+    import random
+
+    from rundiff_core.redact import _MAYBE_SECRET, _scrub
+
+    secrets = ["sk-proj-abcdefghijklmnopqrstuv", "ghp_" + "a" * 24, "xoxb-1234567890ab",
+               "AKIA" + "B" * 16, "AIza" + "c" * 32, "hf_" + "D" * 24,
+               "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sig", "Bearer abcdefgh12345678",
+               "https://user:pw@host/x", "API_KEY=abc", "password: hunter2", '"token": "t0k"',
+               "HF_TOKEN = abc", "export MY_SECRET=1"]
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/.=:@ \"'"
+    corpus = list(secrets)
+    for _ in range(3000):
+        noise = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        corpus.append(noise)
+        corpus.append(noise + rng.choice(secrets) + noise[::-1])
+    for text in corpus:
+        if _scrub(text) != text:
+            assert _MAYBE_SECRET.search(text), text
+    assert all(redact(s) != s for s in secrets)
+    assert redact({"optimizer": "adamw", "tags": ["x", "y"]}) == {"optimizer": "adamw",
+                                                                  "tags": ["x", "y"]}

@@ -14,6 +14,7 @@ from rundiff_core.cli import main
 from rundiff_core.errors import InputError, UsageError
 from rundiff_core.fleet import DaskEngine, export_fleet, read_points, read_runs
 from rundiff_core.fleet.engines import make_engine
+from rundiff_core.fleet.pack import open_pack
 
 VOLATILE = ["exported_at"]  # the only column allowed to differ between two exports
 
@@ -31,6 +32,8 @@ def _assert_same_dataset(a: Path, b: Path) -> None:
     pb, rb = _tables(b)
     pd.testing.assert_frame_equal(pa_, pb, check_exact=True)
     pd.testing.assert_frame_equal(ra, rb, check_exact=True)
+    pack_a, pack_b = open_pack(str(a)), open_pack(str(b))  # the pack too, entry for entry
+    assert pack_a is not None and pack_a.index == pack_b.index
 
 
 @pytest.fixture(scope="module")
