@@ -153,6 +153,7 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
     from rundiff_core.fleet.pack import pack_path
 
     packed = os.path.exists(pack_path(dataset))
+    full_size = args.steps == 2000 and args.sample == 200
     print(f"\n== load {len(sample)} runs (metadata + every point; best of {args.repeat}, "
           f"alternating; parquet: {'with' if packed else 'WITHOUT'} the pack) ==")
     for label, jfn, pfn in (("one address per run", journal_each, parquet_each),
@@ -164,8 +165,10 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
         print(f"  journal:  wall {jw:6.3f}s ({jw / len(sample) * 1e3:5.2f} ms/run)  "
               f"cpu {jc:6.3f}s  ({n:,} points)")
         print(f"  parquet:  wall {pw:6.3f}s ({pw / len(sample) * 1e3:5.2f} ms/run)  cpu {pc:6.3f}s")
+        verdict = ("met" if jw / pw >= 10 else "NOT met") if full_size else (
+            "not judged: the target is for runs of 2,000 steps × 3 metrics")
         print(f"  ratio parquet: vs journal: {jw / pw:.1f}× wall, {jc / pc:.1f}× cpu "
-              f"(target ≥ 10×: {'met' if jw / pw >= 10 else 'NOT met'})")
+              f"(target ≥ 10×: {verdict})")
     return 0
 
 
