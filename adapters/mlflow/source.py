@@ -67,6 +67,8 @@ class MlflowSource(BaseSource):
         self.selector = locator.selector
         self.reader = open_reader(self.store, (reader or os.environ.get(READER_ENV) or "auto").lower())
         self._records: dict[str, RunRecord] = {}
+        self._details: dict[str, Any] = {}
+        self._arm_keys: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {}
         self._runs_by_experiment: dict[str, list[RunRecord]] = {}
         self._experiments: dict[str, ExperimentRecord] | None = None
 
@@ -151,9 +153,39 @@ class MlflowSource(BaseSource):
         return rec
 
     # -- runs -------------------------------------------------------------------------------------
+    def _run_details(self, rec: RunRecord) -> Any:
+        """Params, tags and latest metrics of a run, read once per source."""
+        hit = self._details.get(rec.run_id)
+        if hit is None:
+            hit = self._details[rec.run_id] = self.reader.details(rec)
+        return hit
+
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """The runs of the same experiment that logged a seed param (`seed`, `random_seed`, …) and
+        whose other params equal this run's: the arm's variance samples. A run without a seed
+        param has none — identical params alone could be a plain re-run. Deleted runs are left
+        out."""
+        rec = self._record(ref)
+        params = self._run_details(rec).params
+        if not any(SEED_PARAM.search(k) for k in params):
+            return [ref]
+        arm = _arm_key(params)
+        keys = self._arm_keys.get(rec.experiment_id)
+        if keys is None:
+            keys = self._arm_keys[rec.experiment_id] = {}
+            for other in self._experiment_runs(rec.experiment_id):
+                if other.lifecycle_stage == "deleted":
+                    continue
+                other_params = self._run_details(other).params
+                if any(SEED_PARAM.search(k) for k in other_params):  # seeded runs only
+                    self._records.setdefault(other.run_id, other)
+                    keys[other.run_id] = _arm_key(other_params)
+        return [self._ref(self._records[rid]) if rid != rec.run_id else ref
+                for rid, key in keys.items() if key == arm or rid == rec.run_id] or [ref]
+
     def load_run(self, ref: RunRef) -> Run:
         rec = self._record(ref)
-        details = self.reader.details(rec)
+        details = self._run_details(rec)
         exp = self.experiments().get(rec.experiment_id)
         config = redact({k: coerce_param(v) for k, v in details.params.items()})
         notes = list(rec.notes) + list(details.notes)
@@ -208,6 +240,11 @@ class MlflowSource(BaseSource):
             notes.append(note)
         frame.attrs["fidelity"] = notes
         return frame
+
+
+def _arm_key(params: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A run's params without its seed params: runs sharing it are seeds of one arm."""
+    return tuple(sorted((k, v) for k, v in params.items() if not SEED_PARAM.search(k)))
 
 
 def _seed(config: dict[str, Any]) -> int | None:

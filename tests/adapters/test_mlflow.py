@@ -486,3 +486,52 @@ def test_address_parsing_without_a_store_on_disk():
     assert loc.store.kind == "remote" and loc.selector == "exp/run"
     assert "pw" not in loc.store.display and loc.store.uri == "http://user:pw@127.0.0.1:5000"
     assert parse_locator("databricks#/Users/me/exp", environ={}).selector == "/Users/me/exp"
+
+
+def _write_seed_sweep(uri: str) -> dict[str, str]:
+    """Two arms × 3 seeds in one experiment, plus a seedless run and a deleted seed, logged with
+    the real client: {label: run_id}."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("sweep")
+    ids = {}
+    for label, lr, seed, final in [("a0", "0.1", "0", 0.50), ("a1", "0.1", "1", 0.51),
+                                   ("a2", "0.1", "2", 0.49), ("b0", "0.2", "0", 0.30),
+                                   ("b1", "0.2", "1", 0.31), ("b2", "0.2", "2", 0.29),
+                                   ("plain", "0.1", None, 0.5), ("gone", "0.1", "3", 0.5)]:
+        run = client.create_run(exp, run_name=label, start_time=T0)
+        params = [Param("lr", lr), Param("optim", "adamw")]
+        if seed is not None:
+            params.append(Param("seed", seed))
+        metrics = [Metric("loss", final + 1.0 / (s + 1), T0 + s, s) for s in range(50)]
+        client.log_batch(run.info.run_id, metrics=metrics, params=params)
+        client.set_terminated(run.info.run_id, "FINISHED", end_time=T0 + 1000)
+        ids[label] = run.info.run_id
+    client.delete_run(ids["gone"])
+    return ids
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_seed_siblings_are_runs_differing_only_by_seed(kind, tmp_path, capsys):
+    base = tmp_path / kind
+    base.mkdir()
+    path = str(base / "mlruns") if kind == "file" else str(base / "mlflow.db")
+    ids = _write_seed_sweep("file://" + path if kind == "file" else "sqlite:///" + path)
+    source = open_source(_address(path, ids["a0"]))
+    (ref,) = source.list_runs()
+    assert sorted(r.run_id for r in source.seed_siblings(ref)) == sorted(
+        ids[k] for k in ("a0", "a1", "a2"))  # not b*, not the seedless run, not the deleted one
+    plain = open_source(_address(path, ids["plain"]))
+    assert [r.run_id for r in plain.seed_siblings(plain.list_runs()[0])] == [ids["plain"]]
+
+    assert main(["diff", _address(path, ids["a0"]), _address(path, ids["b0"]), "--metric", "loss",
+                 "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # "clearly better" is only said with N>=3 seeds per arm: the siblings made it possible
+    assert report["verdict"] == "B clearly better (Δ outside 2σ across N>=3 seeds)"
+    text = json.dumps(report)
+    for label in ("a1", "a2", "b1", "b2"):
+        assert ids[label] in text  # every seed is traceable to its run id
+    assert ids["plain"] not in text and ids["gone"] not in text
