@@ -83,7 +83,12 @@ class Pack:
         """The tables of these runs, in order, read in one call."""
         groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
         with self._lock:
-            table = self._reader.read_row_groups(groups, use_threads=False)
+            if len(groups) == 1:
+                table = self._reader.read_row_group(groups[0], use_threads=False)
+            else:
+                table = self._reader.read_row_groups(groups, use_threads=False)
+        if len(entries) == 1 and table.num_rows == entries[0][2]:
+            return [table]
         out, offset = [], 0
         for e in entries:
             out.append(table.slice(offset, e[2]))
