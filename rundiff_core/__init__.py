@@ -27,9 +27,11 @@ from .model import (
     empty_history,
     filter_keys,
     flatten,
+    history_frame,
     make_history,
 )
 from .registry import AdapterSpec, Claim, ProjectClaim
+from .reporters.extra import ReporterSpec
 from .source import BaseSource, RunSource
 
 try:
@@ -52,6 +54,7 @@ __all__ = [
     "MissingDependencyError",
     "PluginError",
     "ProjectClaim",
+    "ReporterSpec",
     "Run",
     "RunEvent",
     "RunNotFoundError",
@@ -64,6 +67,7 @@ __all__ = [
     "empty_history",
     "filter_keys",
     "flatten",
+    "history_frame",
     "hookimpl",
     "make_history",
     "parse_address",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -56,7 +57,58 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_parser(sub)
+    from .plugins import get_plugins
+
+    plugins = get_plugins()
+    plugins.add_commands(CommandHost(sub, plugins))
     return parser
+
+
+class CommandHost:
+    """What `rundiff_register_commands(cli)` receives: adds a plugin's subcommands, refusing a
+    name that is taken, and records them for `rundiff plugins`."""
+
+    def __init__(self, sub: argparse._SubParsersAction, plugins: object, plugin: str = "") -> None:
+        self._sub, self._plugins, self.plugin = sub, plugins, plugin
+
+    def for_plugin(self, plugin: str) -> CommandHost:
+        return CommandHost(self._sub, self._plugins, plugin)
+
+    def add_command(self, name: str, *, help: str = "", description: str | None = None,
+                    **kwargs: object) -> argparse.ArgumentParser:
+        """A new subcommand's parser: add arguments, then `set_defaults(func=run)`."""
+        from .errors import PluginError
+
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{1,31}", name):
+            raise PluginError(f"plugin '{self.plugin}' added the command name {name!r}",
+                              hint="use a word such as 'slack-notify'")
+        owner = self._owner(name)
+        if owner is not None:
+            raise PluginError(f"plugin '{self.plugin}' added the command '{name}', which "
+                              f"{owner} already has", hint="rename the plugin's command")
+        parser = self._sub.add_parser(name, help=help or None, description=description or help,
+                                      **kwargs)
+        parser.set_defaults(func=_no_handler(self.plugin, name), _plugin=self.plugin)
+        info = getattr(self._plugins, "info", {}).get(self.plugin)
+        if info is not None and name not in info.commands:
+            info.commands.append(name)
+        return parser
+
+    def _owner(self, name: str) -> str | None:
+        taken = self._sub.choices.get(name)
+        if taken is None:
+            return None
+        plugin = taken.get_default("_plugin")
+        return f"plugin '{plugin}'" if plugin else "rundiff"
+
+
+def _no_handler(plugin: str, name: str):
+    def run(args: argparse.Namespace) -> int:
+        from .errors import PluginError
+
+        raise PluginError(f"plugin '{plugin}' added the command '{name}' without a handler",
+                          hint="the plugin must call parser.set_defaults(func=run)")
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,3 +62,27 @@ def rundiff_secret_patterns() -> Any:
     Return a list of regex strings (matched case-insensitively against flattened key names), or
     None. Called once per process.
     """
+
+
+@hookspec
+def rundiff_register_reporters(register: Callable[[Any], None]) -> None:
+    """Register output formats for commands' `--format`.
+
+    Called once when the plugin manager loads, after `rundiff_register_adapters`. Call
+    `register(ReporterSpec(name, commands, render, summary))` (from `rundiff_core.reporters.extra`)
+    once per format; `render(report)` receives the dict the command prints for `--format json` and
+    returns text. `register` raises `PluginError` for a built-in or taken name or an unknown
+    command, and the whole plugin is dropped. Return value is ignored.
+    """
+
+
+@hookspec
+def rundiff_register_commands(cli: Any) -> None:
+    """Add subcommands to `rundiff`.
+
+    Called each time the command line is built. Call `cli.add_command(name, help=...)`, which
+    returns an `argparse.ArgumentParser`: add arguments to it and `set_defaults(func=run)`, where
+    `run(args) -> int` is the exit code. A name that a built-in or another plugin's command has
+    raises `PluginError`; rundiff reports it and skips that command. Import heavy modules inside
+    `run`, not here: building the command line must stay instant.
+    """

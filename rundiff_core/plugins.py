@@ -20,7 +20,7 @@ import inspect
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from types import ModuleType
 from typing import Any, TextIO
@@ -30,6 +30,7 @@ import pluggy
 from . import hookspecs
 from .errors import PluginError, RundiffError
 from .registry import AdapterRegistry, AdapterSpec
+from .reporters.extra import ReporterRegistry, ReporterSpec
 
 ENTRY_POINT_GROUP = "rundiff"
 
@@ -56,6 +57,8 @@ class PluginInfo:
     builtin: bool
     hooks: list[str] = field(default_factory=list)
     adapters: list[str] = field(default_factory=list)
+    reporters: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
 
 
 def _env_list(name: str) -> list[str] | None:
@@ -91,6 +94,7 @@ class Plugins:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.registry = AdapterRegistry()
+        self.reporters = ReporterRegistry()
         self.errors: list[str] = []
         self.info: dict[str, PluginInfo] = {}
         self.skipped: list[dict[str, str]] = []
@@ -232,32 +236,61 @@ class Plugins:
                 f"{', '.join(s + ':' for s in spec.schemes)}; priority {spec.priority})"
             )
 
-        impl = getattr(plugin, "rundiff_register_adapters", None)
-        if impl is not None:
-            self.trace(f"call {name}.rundiff_register_adapters(register=...)")
+        def register_reporter(spec: ReporterSpec) -> None:
+            if isinstance(spec, ReporterSpec):
+                spec = replace(spec, plugin=name)
+            self.reporters.register(spec)
+            info.reporters.append(spec.name)
+            self.trace(f"plugin '{name}' registered reporter '{spec.name}' for "
+                       f"{', '.join(spec.commands)}")
+
+        for hook, what, reg in (("rundiff_register_adapters", "adapters", register),
+                                ("rundiff_register_reporters", "reporters", register_reporter)):
+            impl = getattr(plugin, hook, None)
+            if impl is None:
+                continue
+            self.trace(f"call {name}.{hook}(register=...)")
             try:
-                impl(register=register)
+                impl(register=reg)
             except RundiffError as exc:
                 self.error(f"{exc.message}; fix: {exc.hint or skip_hint}")
-                self.registry.unregister_plugin(name)
-                self.pm.unregister(plugin)
-                return False
             except Exception as exc:
                 self.error(
-                    f"plugin '{name}' failed while registering adapters: {type(exc).__name__}: "
+                    f"plugin '{name}' failed while registering {what}: {type(exc).__name__}: "
                     f"{exc}; fix: report it to the maintainers of {package or name}, {skip_hint}"
                 )
-                self.registry.unregister_plugin(name)
-                self.pm.unregister(plugin)
-                return False
+            else:
+                continue
+            self.registry.unregister_plugin(name)
+            self.reporters.unregister_plugin(name)
+            self.pm.unregister(plugin)
+            return False
         self.info[name] = info
         return True
+
+    def add_commands(self, cli: Any) -> None:
+        """Let each plugin add subcommands through `cli` (a `CommandHost`); a plugin whose hook
+        fails is reported and the others still get their turn."""
+        for impl in reversed(self.pm.hook.rundiff_register_commands.get_hookimpls()):
+            name = impl.plugin_name
+            self.trace(f"call {name}.rundiff_register_commands(cli=...)")
+            try:
+                impl.function(cli=cli.for_plugin(name))
+            except RundiffError as exc:
+                self.error(f"{exc.message}; fix: {exc.hint or 'rename the command'}")
+            except Exception as exc:
+                self.error(
+                    f"plugin '{name}' failed while adding commands: {type(exc).__name__}: {exc}; "
+                    f"fix: report it to the plugin's maintainers, or skip it with "
+                    f"RUNDIFF_DISABLE_PLUGINS={name}"
+                )
 
     def remove(self, name: str) -> None:
         plugin = self.pm.get_plugin(name)
         if plugin is not None:
             self.pm.unregister(plugin)
         self.registry.unregister_plugin(name)
+        self.reporters.unregister_plugin(name)
         self.info.pop(name, None)
 
     # -- calling ---------------------------------------------------------------------------------
@@ -292,7 +325,7 @@ class Plugins:
     def describe(self, *, all_plugins: bool = False) -> list[dict[str, Any]]:
         """Plugin rows for `rundiff plugins` (third-party only unless all_plugins).
 
-        Keys: name, module, package, version, builtin, hooks, adapters.
+        Keys: name, module, package, version, builtin, hooks, adapters, reporters, commands.
         """
         rows = []
         for info in sorted(self.info.values(), key=lambda i: (not i.builtin, i.name)):
@@ -307,6 +340,8 @@ class Plugins:
                     "builtin": info.builtin,
                     "hooks": info.hooks,
                     "adapters": info.adapters,
+                    "reporters": info.reporters,
+                    "commands": info.commands,
                 }
             )
         return rows

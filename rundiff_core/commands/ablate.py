@@ -7,6 +7,7 @@ import argparse
 from ..ablate import run_ablate
 from ..many import load_sources
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 from ..reporters.many_md import render_ablate
 
 
@@ -16,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", required=True, help="address of the baseline run or seed folder")
     p.add_argument("--metric", action="append", help="metric (repeatable; first is primary)")
     p.add_argument("--goal", choices=("min", "max"))
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("ablate", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
 
@@ -27,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     arm = load_arm(args.baseline)
     runs = load_sources(args.sources)
     result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal)
-    if args.format == "json":
+    if emit("ablate", args.format, result.to_dict):
+        pass
+    elif args.format == "json":
         print(dumps(result.to_dict()))
     else:
         print(render_ablate(result, args.precision), end="")

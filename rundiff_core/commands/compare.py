@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..groups import build_rules
 from ..metricnames import parse_maps
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 
 EPILOG = """\
 The student is the run still training (status running, else the one with the fewest steps), or
@@ -57,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="direction of a metric when the name does not tell (repeatable)")
     p.add_argument("--no-seeds", action="store_true",
                    help="do not group sibling seeds; every run is its own arm")
-    p.add_argument("--format", choices=("md", "json", "csv"), default="md",
+    p.add_argument("--format", choices=format_choices("compare", ("md", "json", "csv")), default="md",
                    help="stdout format: Markdown tables (default), JSON, or CSV")
     p.add_argument("--precision", type=int, default=4, help="significant decimals in tables")
     p.add_argument("--trace", action="store_true",
@@ -123,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
 
         paths = write_compare_pngs(result, args.png, smooth=args.smooth)
         sys.stderr.write(f"wrote {len(paths)} plot(s) to {args.png}\n")
-    if args.format == "json":
+    if emit("compare", args.format, result.to_dict):
+        pass
+    elif args.format == "json":
         print(dumps(result.to_dict()))
     elif args.format == "csv":
         from ..reporters.compare_csv import render_compare_csv

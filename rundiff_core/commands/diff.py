@@ -8,6 +8,7 @@ from ..arms import load_arm
 from ..diff import run_diff
 from ..reporters import dumps
 from ..reporters.diff_md import render_diff_markdown
+from ..reporters.extra import emit, format_choices
 from ..stats import STATISTICS
 
 
@@ -20,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
     p.add_argument("--all-keys", action="store_true", help="list every changed config key")
     p.add_argument("--no-seeds", action="store_true", help="ignore sibling seed-* runs")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("diff", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
 
@@ -29,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     a = load_arm(args.a, siblings=not args.no_seeds)
     b = load_arm(args.b, siblings=not args.no_seeds)
     result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)
-    if args.format == "json":
+    if emit("diff", args.format, result.to_dict):
+        pass
+    elif args.format == "json":
         print(dumps(result.to_dict()))
     else:
         print(render_diff_markdown(result, args.precision), end="")

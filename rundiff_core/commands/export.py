@@ -10,6 +10,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 
 if TYPE_CHECKING:
     from ..fleet import ExportSummary
@@ -48,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="show a progress bar (default: only on a terminal)")
     bar.add_argument("--no-progress", dest="progress", action="store_false")
-    p.add_argument("--format", choices=("md", "json"), default="md", help="summary format")
+    p.add_argument("--format", choices=format_choices("export", ("md", "json")), default="md",
+                   help="summary format")
     p.set_defaults(func=run)
 
 
@@ -60,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler, write_in=args.write_in, full=args.full, prune=args.prune,
         progress=args.progress, pack=args.pack,
     )
-    if args.format == "json":
+    if emit("export", args.format, summary.to_dict):
+        pass
+    elif args.format == "json":
         print(dumps(summary.to_dict()))
     else:
         print(render_summary(summary), end="")

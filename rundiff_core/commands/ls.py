@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ..reporters import dumps, fmt_step
+from ..reporters.extra import emit, format_choices
 from ..resolve import default_addresses, load_runs
 
 
@@ -35,7 +36,7 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ls", help="list runs with their keys, point counts and step ranges")
     p.add_argument("sources", nargs="*", metavar="SRC", help="addresses (default: detect the project)")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("ls", ("md", "json")), default="md")
     p.add_argument("--no-points", action="store_true", help="skip loading histories")
     p.set_defaults(func=run)
 
@@ -43,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     sources = args.sources or default_addresses()
     rows = [summarize(r, not args.no_points) for src in sources for r in load_runs(src)]
+    if emit("ls", args.format, lambda: rows):
+        return 0
     if args.format == "json":
         print(dumps(rows))
         return 0

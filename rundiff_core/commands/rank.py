@@ -7,6 +7,7 @@ import argparse
 from ..many import load_sources
 from ..rank import run_rank
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 from ..reporters.many_md import render_rank
 from ..resolve import default_addresses
 
@@ -18,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
     p.add_argument("--align", choices=("nearest", "interpolate"), default="nearest")
     p.add_argument("--no-seed-groups", action="store_true", help="rank every run on its own")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("rank", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
 
@@ -27,5 +28,8 @@ def run(args: argparse.Namespace) -> int:
     runs = load_sources(args.sources or default_addresses())
     result = run_rank(runs, metrics=args.metric, goal=args.goal,
                       group_seeds=not args.no_seed_groups, align=args.align)
-    print(dumps(result.to_dict()) if args.format == "json" else render_rank(result, args.precision), end="\n" if args.format == "json" else "")
+    if emit("rank", args.format, result.to_dict):
+        return 0
+    print(dumps(result.to_dict()) if args.format == "json" else render_rank(result, args.precision),
+          end="\n" if args.format == "json" else "")
     return 0

@@ -7,6 +7,7 @@ import argparse
 from ..many import load_sources
 from ..report import build_report
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 from ..reporters.many_md import render_report
 from ..resolve import default_addresses
 
@@ -16,13 +17,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sources", nargs="*", metavar="SRC")
     p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
     p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("report", ("md", "json")), default="md")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     runs = load_sources(args.sources or default_addresses())
     rep = build_report(runs, metrics=args.metric)
+    if not args.output and emit("report", args.format, rep.to_dict):
+        return 0
     if args.output and args.output.endswith(".html"):
         from ..reporters.report_html import render_report_html
 

@@ -18,6 +18,7 @@ from ..address import parse_address
 from ..errors import UsageError
 from ..plugins import get_plugins
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 from ..resolve import open_source
 from ..trajectories.engine import Thresholds, diff_runs, validate_pair
 from ..trajectories.model import TrajectoryRun
@@ -51,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="unstable share of tasks above which every verdict is directional (default: 0.05)")
     p.add_argument("--max-thrash", type=int, default=2, metavar="N",
                    help="error→same-tool retries a clean warm-start trajectory may have (default: 2)")
-    p.add_argument("--format", choices=("md", "json"), default="md", help="what to print (files are always written)")
+    p.add_argument("--format", choices=format_choices("trajectories", ("md", "json")), default="md",
+                   help="what to print (files are always written)")
     p.set_defaults(func=run)
 
 
@@ -180,10 +182,15 @@ def run(args: argparse.Namespace) -> int:
     out = _out_dir(args, inputs)
     command = _command_line(args)
     paths = write_outputs(out, runs, pairs, samples=args.samples, command=command)
-    if args.format == "json":
+    def document() -> dict:
         doc = matrix_document(runs, pairs, "", command)
         doc["files"] = paths
-        print(dumps(doc))
+        return doc
+
+    if emit("trajectories", args.format, document):
+        pass
+    elif args.format == "json":
+        print(dumps(document()))
     else:
         print("\n".join(summary_lines(pairs, paths["report.md"])))
     return 0

@@ -12,6 +12,7 @@ import time
 
 from ..many import load_sources
 from ..reporters import dumps
+from ..reporters.extra import emit, format_choices
 from ..watch import WatchResult, WatchState, check_run, notify, parse_duration, payload, state_key
 
 
@@ -24,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--divergence", type=float, default=0.10, help="relative loss gap that counts as divergence")
     p.add_argument("--notify", help="shell command (JSON on stdin) or http(s) URL (JSON POST)")
     p.add_argument("--once", action="store_true", help="check once and exit (for cron)")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=format_choices("watch", ("md", "json")), default="md")
     p.set_defaults(func=run)
 
 
@@ -45,6 +46,9 @@ def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
 
 
 def _print(result: WatchResult, fmt: str) -> None:
+    if emit("watch", fmt, result.to_dict):
+        sys.stdout.flush()
+        return
     if fmt == "json":
         print(dumps(result.to_dict()))
         return
