@@ -84,6 +84,9 @@ def render_summary(s: ExportSummary) -> str:
         f"({s.runs_per_second:,.1f} runs/s, {s.points_per_second:,.0f} points/s)",
         f"  dataset: {s.runs_in_dataset} runs, {s.points_in_dataset:,} points, {mb:,.1f} MB",
     ]
+    if s.pack_bytes:
+        lines.append(f"  pack rewritten: {s.pack_bytes / 1e6:,.1f} MB (_pack/: faster parquet: "
+                     "reads; --no-pack to go without)")
     if s.pack_problem:
         lines.append(f"  pack not written ({s.pack_problem}): parquet: reads the partitions, "
                      "slower but complete")

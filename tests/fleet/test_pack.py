@@ -191,3 +191,14 @@ def test_runs_without_points_stay_out_of_the_pack(tmp_path):
     assert set(pack.index) == {r["run_uid"] for r in rows.values() if r["n_points"]}
     lengths = sorted(len(r.history()) for r in load_runs(f"parquet:{dataset}"))
     assert lengths == [0, 1]
+
+
+def test_the_summary_says_when_the_pack_was_rewritten(tmp_path):
+    from rundiff_core.commands.export import render_summary
+
+    src = tmp_path / "runs"
+    write_fleet(src, arms=1, seeds=2, steps=20)
+    first = export_fleet([str(src)], str(tmp_path / "fleet"), workers=0, progress=False)
+    assert "pack rewritten" in render_summary(first)
+    again = export_fleet([str(src)], str(tmp_path / "fleet"), workers=0, progress=False)
+    assert "pack" not in render_summary(again)
