@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import RundiffError
 from . import layout
 from .schema import PARQUET_META_KEY, POINT_FILE_SCHEMA, SCHEMA_VERSION
 from .writer import POINTS_WRITE_OPTIONS
@@ -98,7 +99,7 @@ class Pack:
         return out
 
 
-# runs root → (pack file stamp, Pack or None when unreadable)
+# dataset root → (pack file stamp, Pack or None when unreadable)
 _OPEN: dict[str, tuple[tuple[int, int, int], Pack | None]] = {}
 _OPEN_LOCK = threading.Lock()
 
@@ -118,7 +119,8 @@ def open_pack(root: str) -> Pack | None:
             return hit[1]
         try:
             pack: Pack | None = Pack(path)
-        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError):
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError,
+                RundiffError):  # a bad or newer-version pack: the partitions say the rest
             pack = None
         if len(_OPEN) > 16:
             _OPEN.clear()

@@ -134,7 +134,7 @@ def test_no_pack_removes_it_and_reads_the_same(fleet, capsys):
         assert_history_equal(run.history(), with_pack[run.meta["run_uid"]], ordered=True)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "no-index"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "no-index", "newer-version"])
 def test_an_unreadable_pack_falls_back_to_the_partitions(fleet, damage):
     _src, dataset = fleet
     expected = _by_partition(dataset)
@@ -145,8 +145,17 @@ def test_an_unreadable_pack_falls_back_to_the_partitions(fleet, damage):
     elif damage == "garbage":
         with open(path, "wb") as fh:
             fh.write(b"PAR1" + os.urandom(4096) + b"PAR1")
-    else:  # a valid Parquet file without the index
+    elif damage == "no-index":  # a valid Parquet file without the index
         pq.write_table(pq.read_table(path), path)
+    else:  # the index intact, but a schema version from the future
+        pf = pq.ParquetFile(path)
+        groups = [pf.read_row_group(i) for i in range(pf.num_row_groups)]
+        meta = {k: v for k, v in pf.metadata.metadata.items() if k != b"ARROW:schema"}
+        meta[b"rundiff.fleet.schema_version"] = b"99"
+        with pq.ParquetWriter(path, groups[0].schema.with_metadata(meta)) as out:
+            for group in groups:
+                out.write_table(group.replace_schema_metadata(meta), row_group_size=group.num_rows)
+    assert packing.open_pack(str(dataset)) is None  # refused, not half-used
     for run in load_runs(f"parquet:{dataset}"):
         assert_history_equal(run.history(), expected[run.meta["run_uid"]], ordered=True)
 
