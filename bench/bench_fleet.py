@@ -150,9 +150,9 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
                 b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), n
         return tuple(best[jfn]), tuple(best[pfn])
 
-    from rundiff_core.fleet.pack import pack_path
+    from rundiff_core.fleet.pack import open_pack
 
-    packed = os.path.exists(pack_path(dataset))
+    packed = open_pack(dataset) is not None
     full_size = args.steps == 2000 and args.sample == 200
     print(f"\n== load {len(sample)} runs (metadata + every point; best of {args.repeat}, "
           f"alternating; parquet: {'with' if packed else 'WITHOUT'} the pack) ==")

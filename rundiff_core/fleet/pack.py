@@ -1,20 +1,26 @@
-"""The packed copy of a fleet dataset's points: one Parquet file, one row group per run.
+"""The pack: a read-optimised copy of a fleet dataset's points, a row group per run.
 
 The Hive partitions (one small file per run) are the dataset: tools read them and exports rewrite
 them run by run. But opening a small Parquet file costs pyarrow ~0.25 ms however few rows it holds,
-which is most of what loading a run costs. So `rundiff export` also writes `_pack/points.parquet`:
-the same rows, one row group per run, indexed in its key-value metadata by
-{run_uid: [first row group, row groups, n_points, content_hash]}. The `parquet:` adapter opens it
-once per process and reads a run from it only when that entry's `n_points` and `content_hash`
-equal the runs table's — anything else (no pack, a stale entry after an interrupted export, a run
-added since) reads the run's own partition. The pack is derived data: delete it any time, or export
-with `--no-pack`; nothing is lost.
+which is most of what loading a run costs. So `rundiff export` also keeps `_pack/`: Parquet
+*segments* holding the same rows, one row group per run, each indexed in its key-value metadata by
+{run_uid: [first row group, row groups, n_points, content_hash]}.
+
+- The `parquet:` adapter reads a run from a segment only when that entry's `n_points` and
+  `content_hash` equal the runs table's; anything else (no pack, a stale entry after an interrupted
+  export, a run added since, an unreadable segment) reads the run's own partition.
+- An export writes one new segment holding just the runs whose points are in no segment yet, so
+  its cost follows what changed. When segments pile up (more than MAX_SEGMENTS) or most of the
+  pack's rows are stale, it compacts everything into one segment. Segments with nothing current
+  are deleted.
+- The pack is derived data: delete `_pack/` any time, or export with `--no-pack`; nothing is lost.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,20 +36,19 @@ from .writer import POINTS_WRITE_OPTIONS
 
 PACK_META_KEY = b"rundiff.fleet.pack"
 PACK_DIR = "_pack"
-PACK_FILE = "points.parquet"
-READ_BATCH = 64  # runs read per batch while rebuilding (bounded memory)
+MAX_SEGMENTS = 8  # more than this after an export: compact into one
+READ_BATCH = 64  # runs read per batch while writing a segment (bounded memory)
 _KEY_TYPE = pa.dictionary(pa.int32(), pa.string())
 PACK_SCHEMA = pa.schema(
     [pa.field("key", _KEY_TYPE, nullable=False)] + list(POINT_FILE_SCHEMA)[1:],
     metadata={PARQUET_META_KEY: str(SCHEMA_VERSION).encode()},
 )
 
-
-def pack_path(root: str) -> str:
-    return os.path.join(root, PACK_DIR, PACK_FILE)
-
-
 Entry = tuple[int, int, int, str]  # first row group, row groups, n_points, content_hash
+
+
+def pack_dir(root: str) -> str:
+    return os.path.join(root, PACK_DIR)
 
 
 def wanted_entries(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, str]]:
@@ -52,8 +57,8 @@ def wanted_entries(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, st
             if r.get("n_points") and r.get("content_hash")}
 
 
-class Pack:
-    """An open pack: its index and a reader (pyarrow readers are not thread-safe: one lock)."""
+class Segment:
+    """One pack file: its index and a reader (pyarrow readers are not thread-safe: one lock)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -61,24 +66,18 @@ class Pack:
         # thread pool cost more than they save at this size — measured in bench/bench_fleet.py)
         self._reader = pq.ParquetFile(path, read_dictionary=["key"], pre_buffer=False)
         meta = self._reader.metadata
-        raw = (meta.metadata or {}).get(PACK_META_KEY)
-        if raw is None:
+        kv = meta.metadata or {}
+        if PACK_META_KEY not in kv:
             raise ValueError("no pack index")
-        layout.check_version((meta.metadata or {}).get(PARQUET_META_KEY, b"?").decode(), path)
-        index = json.loads(raw)
+        layout.check_version(kv.get(PARQUET_META_KEY, b"?").decode(), path)
         self.index: dict[str, Entry] = {
-            uid: (int(e[0]), int(e[1]), int(e[2]), str(e[3])) for uid, e in index.items()}
+            uid: (int(e[0]), int(e[1]), int(e[2]), str(e[3]))
+            for uid, e in json.loads(kv[PACK_META_KEY]).items()}
         n_groups = meta.num_row_groups
         if any(e[0] < 0 or e[1] < 1 or e[0] + e[1] > n_groups for e in self.index.values()):
             raise ValueError("pack index points past its row groups")
+        self.rows = sum(e[2] for e in self.index.values())
         self._lock = threading.Lock()
-
-    def entry(self, uid: str, n_points: Any, content_hash: Any) -> Entry | None:
-        """The run's entry when the pack holds exactly what the runs table describes."""
-        e = self.index.get(uid)
-        if e is None or e[2] != n_points or e[3] != content_hash:
-            return None
-        return e
 
     def read(self, entries: Sequence[Entry]) -> list[pa.Table]:
         """The tables of these runs, in order, read in one call."""
@@ -99,38 +98,77 @@ class Pack:
         return out
 
 
-# dataset root → (pack file stamp, Pack or None when unreadable)
-_OPEN: dict[str, tuple[tuple[int, int, int], Pack | None]] = {}
-_OPEN_LOCK = threading.Lock()
+Located = tuple[Segment, Entry]
+
+
+class Pack:
+    """Every readable segment of a dataset's pack."""
+
+    def __init__(self, segments: Sequence[Segment]) -> None:
+        self.segments = list(segments)
+        self._by_uid: dict[str, list[Located]] = {}
+        for seg in self.segments:
+            for uid, e in seg.index.items():
+                self._by_uid.setdefault(uid, []).append((seg, e))
+
+    def entry(self, uid: str, n_points: Any, content_hash: Any) -> Located | None:
+        """Where the run's points are, when some segment holds exactly what the runs table says."""
+        for seg, e in self._by_uid.get(uid, ()):
+            if e[2] == n_points and e[3] == content_hash:
+                return seg, e
+        return None
+
+    def uids(self) -> set[str]:
+        return set(self._by_uid)
+
+    def read(self, located: Sequence[Located]) -> list[pa.Table]:
+        return read_located(located)
+
+
+def read_located(located: Sequence[Located]) -> list[pa.Table]:
+    """The tables of these runs, in the order given: one read call per segment."""
+    out: list[Any] = [None] * len(located)
+    by_segment: dict[int, list[int]] = {}
+    for i, (seg, _e) in enumerate(located):
+        by_segment.setdefault(id(seg), []).append(i)
+    for positions in by_segment.values():
+        seg = located[positions[0]][0]
+        for i, table in zip(positions, seg.read([located[i][1] for i in positions]), strict=True):
+            out[i] = table
+    return out
+
+
+# segment path → ((mtime_ns, size, inode), Segment or None when unreadable)
+_SEGMENTS: dict[str, tuple[tuple[int, int, int], Segment | None]] = {}
+_LOCK = threading.Lock()
 
 
 def open_pack(root: str) -> Pack | None:
-    """The dataset's pack, opened once per process while the file is unchanged; None when there
-    is none or it cannot be read (the partitions are then read instead)."""
-    path = pack_path(root)
+    """The dataset's pack: its segments, each opened once per process while its file is
+    unchanged. None when there is no readable segment (the partitions are then read)."""
     try:
-        st = os.stat(path)
+        with os.scandir(pack_dir(root)) as it:
+            files = [(e.path, e.stat()) for e in it
+                     if e.name.endswith(".parquet") and not e.name.startswith(".")]
     except OSError:
         return None
-    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    with _OPEN_LOCK:
-        hit = _OPEN.get(root)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        try:
-            pack: Pack | None = Pack(path)
-        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError,
-                RundiffError):  # a bad or newer-version pack: the partitions say the rest
-            pack = None
-        if len(_OPEN) > 16:
-            _OPEN.clear()
-        _OPEN[root] = (stamp, pack)
-        return pack
-
-
-def forget(root: str) -> None:
-    with _OPEN_LOCK:
-        _OPEN.pop(root, None)
+    segments = []
+    with _LOCK:
+        for path, st in sorted(files):
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            hit = _SEGMENTS.get(path)
+            if hit is None or hit[0] != stamp:
+                try:
+                    seg: Segment | None = Segment(path)
+                except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError,
+                        RundiffError):  # a bad or newer-version segment: partitions say the rest
+                    seg = None
+                if len(_SEGMENTS) > 256:
+                    _SEGMENTS.clear()
+                hit = _SEGMENTS[path] = (stamp, seg)
+            if hit[1] is not None:
+                segments.append(hit[1])
+    return Pack(segments) if segments else None
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -138,77 +176,91 @@ def update_pack(root: str, rows: Mapping[str, Mapping[str, Any]], *,
                 enabled: bool = True) -> tuple[int, str | None]:
     """Bring the pack in line with the runs table (`rows` by uid): (bytes written, problem).
 
-    Unchanged entries are copied from the old pack, the others read from their partitions; a run
-    whose partition cannot be read is left out (reading it falls back to the partition, which
-    reports the problem). Written through `_tmp/` and renamed, like every dataset file. A pack
-    that cannot be written is removed and the problem returned: the dataset stays complete."""
+    Writes one segment with the runs no segment holds yet (or, past MAX_SEGMENTS or when most
+    rows are stale, one compacted segment with everything) and deletes segments with nothing
+    current. A run whose partition cannot be read is left out: reading it falls back to the
+    partition, which reports the problem. A pack that cannot be written is removed and the
+    problem returned: the dataset stays complete."""
     if not enabled:
-        _remove(root)
+        remove_pack(root)
         return 0, None
     wanted = wanted_entries(rows.values())
-    old = open_pack(root)
-    if old is not None and {u: (e[2], e[3]) for u, e in old.index.items()} == wanted:
-        return 0, None
-    if not wanted:
-        _remove(root)
-        return 0, None
+    pack = open_pack(root)
+    segments = pack.segments if pack else []
+    live: dict[str, Located] = {}
+    live_rows: dict[str, int] = {s.path: 0 for s in segments}
+    for uid, (n, chash) in wanted.items():
+        hit = pack.entry(uid, n, chash) if pack else None
+        if hit is not None:
+            live[uid] = hit
+            live_rows[hit[0].path] += n
+    missing = [u for u in wanted if u not in live]
+    keep = [s for s in segments if live_rows[s.path]]
+    stale_rows = sum(s.rows for s in segments) - sum(live_rows.values())
+    compact = len(keep) + bool(missing) > MAX_SEGMENTS or stale_rows > sum(live_rows.values())
     try:
-        return _write(root, rows, wanted, old), None
+        written, new = 0, None
+        if compact:
+            written, new = _write_segment(root, sorted(wanted), rows, live)
+            keep = []
+        elif missing:
+            written, new = _write_segment(root, missing, rows, {})
+        _drop(root, keep=[s.path for s in keep] + ([new] if new else []))
+        return written, None
     except (OSError, ValueError, pa.ArrowException) as exc:
-        _remove(root)
+        remove_pack(root)
         return 0, f"{type(exc).__name__}: {exc}"
 
 
-def _write(root: str, rows: Mapping[str, Mapping[str, Any]], wanted: Mapping[str, tuple[int, str]],
-           old: Pack | None) -> int:
-    path = pack_path(root)
+def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[str, Any]],
+                   live: Mapping[str, Located]) -> tuple[int, str | None]:
+    """Write one segment with these runs (copied from `live` entries, else read from their
+    partitions) through `_tmp/`: (size, path), or (0, None) when no run could be read."""
     options = dict(POINTS_WRITE_OPTIONS)  # the partitions' encoding: the same read speed
     tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.parquet")
     os.makedirs(os.path.dirname(tmp), exist_ok=True)
     index: dict[str, list[Any]] = {}
-    groups = 0
-    uids = sorted(wanted, key=lambda u: (str(rows[u].get("source") or ""), u))
+    order = sorted(uids, key=lambda u: (str(rows[u].get("source") or ""), u))
     try:
         with pq.ParquetWriter(tmp, PACK_SCHEMA, **options) as out:
-            for start in range(0, len(uids), READ_BATCH):
-                batch = uids[start:start + READ_BATCH]
-                for uid, table in _tables(root, batch, rows, wanted, old):
+            for start in range(0, len(order), READ_BATCH):
+                for uid, table in _tables(root, order[start:start + READ_BATCH], rows, live):
                     n = table.num_rows
-                    table = _as_pack_table(table)
-                    out.write_table(table, row_group_size=n)  # one row group per run
-                    index[uid] = [groups, 1, n, wanted[uid][1]]
-                    groups += 1
+                    out.write_table(_as_pack_table(table), row_group_size=n)  # one group a run
+                    index[uid] = [len(index), 1, n, str(rows[uid]["content_hash"])]
             out.add_key_value_metadata({PACK_META_KEY: json.dumps(index, separators=(",", ":"))})
         meta = pq.read_metadata(tmp)
-        if meta.num_row_groups != groups or any(
+        if meta.num_row_groups != len(index) or any(
                 meta.row_group(e[0]).num_rows != e[2] for e in index.values()):
             raise ValueError("the writer split a run over several row groups")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not index:
+            os.remove(tmp)
+            return 0, None
+        final = os.path.join(pack_dir(root), f"seg-{uuid.uuid4().hex}.parquet")
+        os.makedirs(pack_dir(root), exist_ok=True)
         size = os.path.getsize(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, final)
+        return size, final
     except BaseException:
         try:
             os.remove(tmp)
         except OSError:
             pass
         raise
-    forget(root)
-    return size
 
 
 def _tables(root: str, uids: list[str], rows: Mapping[str, Mapping[str, Any]],
-            wanted: Mapping[str, tuple[int, str]], old: Pack | None) -> Iterable[tuple[str, pa.Table]]:
-    """(uid, points table) for each run of `uids` that can be read, from the old pack when it
-    holds the same content, else from the run's partition."""
-    reuse = [(u, old.entry(u, *wanted[u])) for u in uids] if old is not None else []
-    from_old = {u: e for u, e in reuse if e is not None}
-    if from_old:
+            live: Mapping[str, Located]) -> Iterable[tuple[str, pa.Table]]:
+    """(uid, points table) for each run of `uids` that can be read: from its live pack entry when
+    it has one, else from its partition (when that holds the runs table's point count)."""
+    from_pack = [u for u in uids if u in live]
+    tables: dict[str, pa.Table] = {}
+    if from_pack:
         try:
-            tables = dict(zip(from_old, old.read(list(from_old.values())), strict=True))
+            tables = dict(zip(from_pack, read_located([live[u] for u in from_pack]),
+                              strict=True))
         except (pa.ArrowException, OSError, ValueError):
             tables = {}
-    else:
-        tables = {}
     for uid in uids:
         table = tables.get(uid)
         if table is None:
@@ -216,9 +268,9 @@ def _tables(root: str, uids: list[str], rows: Mapping[str, Mapping[str, Any]],
             try:
                 table = layout.read_points_table(
                     layout.points_file(root, str(row.get("source") or ""), uid))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RundiffError):
                 continue
-            if table.num_rows != wanted[uid][0]:
+            if table.num_rows != int(row["n_points"]):
                 continue  # the partition disagrees with the runs table: leave it to the reader
         yield uid, table
 
@@ -235,13 +287,24 @@ def _as_pack_table(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=PACK_SCHEMA)
 
 
-def _remove(root: str) -> None:
-    forget(root)
+def _drop(root: str, keep: Sequence[str]) -> None:
+    """Delete every file in `_pack/` but the segments in `keep`: segments with nothing current,
+    compacted ones, and unreadable leftovers."""
     try:
-        os.remove(pack_path(root))
+        with os.scandir(pack_dir(root)) as it:
+            gone = [e.path for e in it if e.is_file() and e.path not in keep]
     except OSError:
-        pass
+        return
+    for path in gone:
+        _silent_remove(path)
+
+
+def remove_pack(root: str) -> None:
+    shutil.rmtree(pack_dir(root), ignore_errors=True)
+
+
+def _silent_remove(path: str) -> None:
     try:
-        os.rmdir(os.path.join(root, PACK_DIR))
+        os.remove(path)
     except OSError:
         pass

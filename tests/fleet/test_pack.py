@@ -31,13 +31,21 @@ def fleet(tmp_path):
 
 def _by_partition(dataset) -> dict:
     """Every run's history read from its partition (the pack moved away meanwhile)."""
-    pack_file = packing.pack_path(str(dataset))
-    aside = pack_file + ".aside"
-    os.replace(pack_file, aside)
+    pack = packing.pack_dir(str(dataset))
+    aside = str(dataset.parent / "pack-aside")
+    os.replace(pack, aside)
     try:
         return {r.meta["run_uid"]: r.history() for r in load_runs(f"parquet:{dataset}")}
     finally:
-        os.replace(aside, pack_file)
+        os.replace(aside, pack)
+
+
+def _segments(dataset) -> list[str]:
+    return sorted(os.listdir(packing.pack_dir(str(dataset))))
+
+
+def _index(path) -> dict:
+    return json.loads(pq.read_metadata(path).metadata[packing.PACK_META_KEY])
 
 
 def _remove_partitions(dataset) -> None:
@@ -47,8 +55,8 @@ def _remove_partitions(dataset) -> None:
 def test_the_pack_holds_every_run_exactly_like_its_partition(fleet):
     src, dataset = fleet
     rows = read_runs(str(dataset)).to_pylist()
-    index = json.loads(pq.read_metadata(packing.pack_path(str(dataset))).metadata[
-        packing.PACK_META_KEY])
+    (segment,) = _segments(dataset)
+    index = _index(os.path.join(packing.pack_dir(str(dataset)), segment))
     assert set(index) == {r["run_uid"] for r in rows}
     assert all(index[r["run_uid"]][2:] == [r["n_points"], r["content_hash"]] for r in rows)
 
@@ -82,11 +90,11 @@ def test_batches_are_bounded_and_follow_the_listing(fleet, monkeypatch):
     assert not source._batch
 
 
-def test_a_stale_pack_entry_is_ignored(fleet):
+def test_a_stale_pack_entry_is_ignored(fleet, tmp_path):
     """An interrupted export leaves the old pack; the runs it rewrote read their partitions."""
     src, dataset = fleet
-    old_pack = packing.pack_path(str(dataset)) + ".old"
-    shutil.copy(packing.pack_path(str(dataset)), old_pack)
+    old_pack = tmp_path / "old-pack"
+    shutil.copytree(packing.pack_dir(str(dataset)), old_pack)
     run_dir = src / "arm-1" / "seed-2"
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     last = json.loads(lines[-1])
@@ -94,7 +102,8 @@ def test_a_stale_pack_entry_is_ignored(fleet):
     (run_dir / "metrics.jsonl").write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
     again = export_fleet([str(src)], str(dataset), workers=0, progress=False)
     assert again.updated == 1 and again.pack_bytes > 0
-    shutil.copy(old_pack, packing.pack_path(str(dataset)))  # as if the pack was never rewritten
+    shutil.rmtree(packing.pack_dir(str(dataset)))  # as if the pack was never updated
+    shutil.copytree(old_pack, packing.pack_dir(str(dataset)))
 
     def final_loss(frame):
         return float(frame[frame["key"] == "loss"]["value"].iloc[-1])
@@ -107,21 +116,60 @@ def test_a_stale_pack_entry_is_ignored(fleet):
     assert final_loss(everything[run.uid]) == 123.0
 
 
-def test_re_export_rewrites_the_pack_only_when_runs_changed(fleet):
+def test_re_export_writes_only_what_changed_and_compacts_when_segments_pile_up(fleet,
+                                                                             monkeypatch):
     src, dataset = fleet
-    path = packing.pack_path(str(dataset))
-    before = os.stat(path)
+    pack_dir = packing.pack_dir(str(dataset))
+    (first,) = _segments(dataset)
+    before = os.stat(os.path.join(pack_dir, first))
     same = export_fleet([str(src)], str(dataset), workers=0, progress=False)
-    assert same.pack_bytes == 0
-    assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (before.st_ino,
-                                                                 before.st_mtime_ns)
-    write_journal_run(str(src / "arm-9" / "seed-0"), config={"lr": 1.0},
-                      rows=[{"step": s, "loss": 1.0 / (s + 1)} for s in range(5)],
-                      final={"status": "finished"}, seed=0)
+    assert same.pack_bytes == 0 and _segments(dataset) == [first]
+    after = os.stat(os.path.join(pack_dir, first))
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+    def add_run(i: int) -> None:
+        write_journal_run(str(src / f"arm-9{i}" / "seed-0"), config={"lr": float(i)},
+                          rows=[{"step": s, "loss": 1.0 / (s + 1)} for s in range(5)],
+                          final={"status": "finished"}, seed=0)
+
+    add_run(0)
     grown = export_fleet([str(src)], str(dataset), workers=0, progress=False)
-    assert grown.new == 1 and grown.pack_bytes > 0
+    assert grown.new == 1 and 0 < grown.pack_bytes < before.st_size  # only the new run
+    segments = _segments(dataset)
+    assert len(segments) == 2 and first in segments
+    (new,) = [s for s in segments if s != first]
+    assert len(_index(os.path.join(pack_dir, new))) == 1
     uids = {r["run_uid"] for r in read_runs(str(dataset)).to_pylist()}
-    assert set(packing.open_pack(str(dataset)).index) == uids
+    assert packing.open_pack(str(dataset)).uids() == uids
+
+    monkeypatch.setattr(packing, "MAX_SEGMENTS", 3)
+    add_run(1)
+    export_fleet([str(src)], str(dataset), workers=0, progress=False)
+    assert len(_segments(dataset)) == 3
+    add_run(2)
+    export_fleet([str(src)], str(dataset), workers=0, progress=False)
+    (compacted,) = _segments(dataset)  # a 4th segment would pass MAX_SEGMENTS: one again
+    uids = {r["run_uid"] for r in read_runs(str(dataset)).to_pylist()}
+    assert set(_index(os.path.join(pack_dir, compacted))) == uids
+    expected = _by_partition(dataset)
+    _remove_partitions(dataset)
+    for run in load_runs(f"parquet:{dataset}"):
+        assert_history_equal(run.history(), expected[run.meta["run_uid"]], ordered=True)
+
+
+def test_a_segment_with_nothing_current_is_deleted(fleet):
+    """Rewriting most runs makes the old segment mostly stale: it is compacted away."""
+    src, dataset = fleet
+    (first,) = _segments(dataset)
+    for run_dir in sorted(src.glob("arm-*/seed-*"))[:6]:  # 6 of 9 runs change
+        with open(run_dir / "metrics.jsonl", "a") as fh:
+            fh.write(json.dumps({"step": 5000, "loss": 0.25}) + "\n")
+    export_fleet([str(src)], str(dataset), workers=0, progress=False)
+    segments = _segments(dataset)
+    assert first not in segments and len(segments) == 1
+    rows = read_runs(str(dataset)).to_pylist()
+    index = _index(os.path.join(packing.pack_dir(str(dataset)), segments[0]))
+    assert {u: e[3] for u, e in index.items()} == {r["run_uid"]: r["content_hash"] for r in rows}
 
 
 def test_no_pack_removes_it_and_reads_the_same(fleet, capsys):
@@ -129,7 +177,7 @@ def test_no_pack_removes_it_and_reads_the_same(fleet, capsys):
     with_pack = {r.meta["run_uid"]: r.history() for r in load_runs(f"parquet:{dataset}")}
     assert main(["export", str(src), "-o", str(dataset), "--no-pack", "--no-progress",
                  "--workers", "0"]) == 0
-    assert not os.path.exists(dataset / "_pack")
+    assert not os.path.exists(packing.pack_dir(str(dataset)))
     for run in load_runs(f"parquet:{dataset}"):
         assert_history_equal(run.history(), with_pack[run.meta["run_uid"]], ordered=True)
 
@@ -138,7 +186,8 @@ def test_no_pack_removes_it_and_reads_the_same(fleet, capsys):
 def test_an_unreadable_pack_falls_back_to_the_partitions(fleet, damage):
     _src, dataset = fleet
     expected = _by_partition(dataset)
-    path = packing.pack_path(str(dataset))
+    (segment,) = _segments(dataset)
+    path = os.path.join(packing.pack_dir(str(dataset)), segment)
     if damage == "truncate":
         with open(path, "r+b") as fh:
             fh.truncate(os.path.getsize(path) // 2)
@@ -165,8 +214,8 @@ def test_a_pack_that_cannot_be_written_is_reported_and_the_export_completes(tmp_
     write_fleet(src, arms=1, seeds=2, steps=20)
     dataset = tmp_path / "fleet"
     export_fleet([str(src)], str(dataset), workers=0, progress=False)
-    shutil.rmtree(dataset / "_pack")
-    (dataset / "_pack").write_text("a file where the pack's folder should be")
+    packing.remove_pack(str(dataset))
+    (dataset / packing.PACK_DIR).write_text("a file where the pack's folder should be")
     with open(src / "arm-0" / "seed-0" / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps({"step": 999, "loss": 0.5}) + "\n")
     summary = export_fleet([str(src)], str(dataset), workers=0, progress=False)
@@ -197,17 +246,17 @@ def test_runs_without_points_stay_out_of_the_pack(tmp_path):
     export_fleet([str(src)], str(dataset), workers=0, progress=False)
     pack = packing.open_pack(str(dataset))
     rows = {r["name"]: r for r in read_runs(str(dataset)).to_pylist()}
-    assert set(pack.index) == {r["run_uid"] for r in rows.values() if r["n_points"]}
+    assert pack.uids() == {r["run_uid"] for r in rows.values() if r["n_points"]}
     lengths = sorted(len(r.history()) for r in load_runs(f"parquet:{dataset}"))
     assert lengths == [0, 1]
 
 
-def test_the_summary_says_when_the_pack_was_rewritten(tmp_path):
+def test_the_summary_says_what_was_written_to_the_pack(tmp_path):
     from rundiff_core.commands.export import render_summary
 
     src = tmp_path / "runs"
     write_fleet(src, arms=1, seeds=2, steps=20)
     first = export_fleet([str(src)], str(tmp_path / "fleet"), workers=0, progress=False)
-    assert "pack rewritten" in render_summary(first)
+    assert "  pack: " in render_summary(first) and "MB written" in render_summary(first)
     again = export_fleet([str(src)], str(tmp_path / "fleet"), workers=0, progress=False)
     assert "pack" not in render_summary(again)

@@ -140,9 +140,9 @@ def test_seed_siblings_come_from_the_export(fleet):
 
 
 def _drop_pack(dataset) -> None:
-    from rundiff_core.fleet.pack import pack_path
+    from rundiff_core.fleet.pack import remove_pack
 
-    os.remove(pack_path(str(dataset)))
+    remove_pack(str(dataset))
 
 
 def test_missing_partition_is_a_typed_error(fleet):
