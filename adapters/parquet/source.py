@@ -173,7 +173,7 @@ class ParquetSource(BaseSource):
     def list_runs(self) -> list[RunRef]:
         by_uid, _ = self._index()
         self._listed = self._selected()
-        self._position = {u: i for i, u in enumerate(self._listed)} if len(self._listed) > 1 else {}
+        self._position = {u: i for i, u in enumerate(self._listed)}
         return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
                 for u in self._listed]
 
@@ -305,8 +305,13 @@ class ParquetSource(BaseSource):
         if not group:
             return [ref]
         by_uid, order = self._index()
+        siblings = [u for u in order if by_uid[u].get("seed_group") == group]
+        for u in siblings:  # an arm's seeds are loaded together: let them share pack reads
+            if u not in self._position:
+                self._position[u] = len(self._listed)
+                self._listed.append(u)
         return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
-                for u in order if by_uid[u].get("seed_group") == group]
+                for u in siblings]
 
 
 _COLUMNS = ["key", "step", "value", "wall_time"]

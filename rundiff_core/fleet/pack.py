@@ -140,22 +140,40 @@ def read_located(located: Sequence[Located]) -> list[pa.Table]:
 
 # segment path → ((mtime_ns, size, inode), Segment or None when unreadable)
 _SEGMENTS: dict[str, tuple[tuple[int, int, int], Segment | None]] = {}
+# dataset root → ((folder stamp, ((segment path, stamp), …)), Pack): rebuilt when one changed
+_PACKS: dict[str, tuple[tuple[Any, ...], Pack | None]] = {}
 _LOCK = threading.Lock()
 
 
 def open_pack(root: str) -> Pack | None:
     """The dataset's pack: its segments, each opened once per process while its file is
-    unchanged. None when there is no readable segment (the partitions are then read)."""
+    unchanged. None when there is no readable segment (the partitions are then read).
+
+    Cheap when nothing changed (a query opens one source per address): a stat of `_pack/` (its
+    mtime moves when a segment is added or removed) and one per segment (a file rewritten in
+    place)."""
+    folder = pack_dir(root)
     try:
-        with os.scandir(pack_dir(root)) as it:
-            files = [(e.path, e.stat()) for e in it
-                     if e.name.endswith(".parquet") and not e.name.startswith(".")]
+        dst = os.stat(folder)
     except OSError:
         return None
-    segments = []
     with _LOCK:
-        for path, st in sorted(files):
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = _PACKS.get(root)
+        if cached is not None and cached[0][0] == (dst.st_mtime_ns, dst.st_ino):
+            try:
+                if all(_stamp(os.stat(path)) == stamp for path, stamp in cached[0][1]):
+                    return cached[1]
+            except OSError:
+                pass
+        try:
+            with os.scandir(folder) as it:
+                paths = sorted(e.path for e in it
+                               if e.name.endswith(".parquet") and not e.name.startswith("."))
+            files = [(path, _stamp(os.stat(path))) for path in paths]
+        except OSError:
+            return None
+        segments = []
+        for path, stamp in files:
             hit = _SEGMENTS.get(path)
             if hit is None or hit[0] != stamp:
                 try:
@@ -168,7 +186,15 @@ def open_pack(root: str) -> Pack | None:
                 hit = _SEGMENTS[path] = (stamp, seg)
             if hit[1] is not None:
                 segments.append(hit[1])
-    return Pack(segments) if segments else None
+        pack = Pack(segments) if segments else None
+        if len(_PACKS) > 16:
+            _PACKS.clear()
+        _PACKS[root] = (((dst.st_mtime_ns, dst.st_ino), tuple(files)), pack)
+        return pack
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 # -- writing ----------------------------------------------------------------------------------------

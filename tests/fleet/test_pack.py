@@ -260,3 +260,20 @@ def test_the_summary_says_what_was_written_to_the_pack(tmp_path):
     assert "  pack: " in render_summary(first) and "MB written" in render_summary(first)
     again = export_fleet([str(src)], str(tmp_path / "fleet"), workers=0, progress=False)
     assert "pack" not in render_summary(again)
+
+
+def test_an_arms_seeds_share_one_pack_read(fleet):
+    from rundiff_core.resolve import open_source
+
+    _src, dataset = fleet
+    uid = read_runs(str(dataset)).to_pylist()[0]["run_uid"]
+    source = open_source(f"parquet:{dataset}#{uid}")
+    (ref,) = source.list_runs()
+    siblings = source.seed_siblings(ref)
+    assert len(siblings) == 3
+    runs = {r.run_id: source.load_run(r) for r in siblings}
+    runs[uid].history()
+    assert set(source._batch) == {r.run_id for r in siblings} - {uid}
+    for run in runs.values():
+        assert len(run.history()) > 0
+    assert not source._batch
