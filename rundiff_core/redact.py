@@ -69,7 +69,12 @@ def _compiled(extra: tuple[str, ...]) -> re.Pattern[str]:
 
 def is_secret_key(key: str, extra: Iterable[str] = ()) -> bool:
     """True when a key name (any nesting, e.g. `wandb.api_key`) names a secret."""
-    return bool(_compiled(tuple(extra) + _plugin_patterns()).search(str(key)))
+    return _is_secret(str(key), tuple(extra) + _plugin_patterns())
+
+
+@lru_cache(maxsize=8192)  # runs of one fleet share their config keys: decide each name once
+def _is_secret(key: str, patterns: tuple[str, ...]) -> bool:
+    return bool(_compiled(patterns).search(key))
 
 
 # Every pattern above needs one of these; text without any (most config values) is returned as is.

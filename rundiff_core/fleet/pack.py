@@ -242,7 +242,8 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
                    live: Mapping[str, Located]) -> tuple[int, str | None]:
     """Write one segment with these runs (copied from `live` entries, else read from their
     partitions) through `_tmp/`: (size, path), or (0, None) when no run could be read."""
-    options = dict(POINTS_WRITE_OPTIONS)  # the partitions' encoding: the same read speed
+    # the partitions' encoding; no statistics: nothing prunes row groups of a pack by value
+    options = {**POINTS_WRITE_OPTIONS, "write_statistics": False}
     tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.parquet")
     os.makedirs(os.path.dirname(tmp), exist_ok=True)
     index: dict[str, list[Any]] = {}
