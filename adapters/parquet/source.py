@@ -18,6 +18,7 @@ run's own partition file.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -133,6 +134,7 @@ class ParquetSource(BaseSource):
         self._position: dict[str, int] = {}
         self._pack: Any = False  # not opened yet; then a Pack, or None when there is none
         self._batch: dict[str, Any] = {}  # tables read from the pack ahead of their run
+        self._served: set[str] = set()  # runs whose history this source has returned
 
     def _index(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
         """The runs table as this source first saw it: one consistent view per source (a re-export
@@ -256,6 +258,7 @@ class ParquetSource(BaseSource):
         """The run's points from the dataset's pack when it holds exactly them (see fleet/pack.py),
         else None. A multi-run address reads the next PACK_BATCH listed runs in the same call."""
         uid = row["run_uid"]
+        self._served.add(uid)
         table = self._batch.pop(uid, None)
         if table is not None:
             return table
@@ -267,14 +270,16 @@ class ParquetSource(BaseSource):
             return None
         wanted = [(uid, entry)]
         pos = self._position.get(uid)
-        if pos is not None:
+        if pos is not None and len(self._batch) < 4 * PACK_BATCH:  # bounded memory
             by_uid, _ = self._index()
-            for nxt in self._listed[pos + 1:]:
+            for nxt in itertools.islice(self._listed, pos + 1, None):
                 if len(wanted) >= PACK_BATCH:
                     break
+                if nxt in self._served or nxt in self._batch:
+                    continue
                 r = by_uid.get(nxt)
                 e = pack.entry(nxt, r.get("n_points"), r.get("content_hash")) if r else None
-                if e is not None and nxt not in self._batch:
+                if e is not None:
                     wanted.append((nxt, e))
         try:
             tables = pack.read([e for _u, e in wanted])

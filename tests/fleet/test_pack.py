@@ -277,3 +277,25 @@ def test_an_arms_seeds_share_one_pack_read(fleet):
     for run in runs.values():
         assert len(run.history()) > 0
     assert not source._batch
+
+
+def test_runs_loaded_backwards_are_each_read_once(fleet, monkeypatch):
+    from rundiff_core.fleet.pack import Segment
+    from rundiff_core.resolve import open_source
+
+    _src, dataset = fleet
+    reads: list[int] = []
+    original = Segment.read
+
+    def counting(self, entries):
+        reads.append(len(entries))
+        return original(self, entries)
+
+    monkeypatch.setattr(Segment, "read", counting)
+    monkeypatch.setattr("rundiff_adapters.parquet.source.PACK_BATCH", 4)
+    source = open_source(f"parquet:{dataset}")
+    runs = [source.load_run(ref) for ref in source.list_runs()]
+    for run in reversed(runs):
+        run.history()
+    assert sum(reads) == len(runs)  # no run read twice, none read and left unused
+    assert not source._batch
