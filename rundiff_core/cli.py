@@ -12,9 +12,10 @@ import importlib
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from .errors import RundiffError
+from .errors import PluginError, RundiffError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "rundiff_core.commands.diff",
@@ -68,7 +69,7 @@ class CommandHost:
     """What `rundiff_register_commands(cli)` receives: adds a plugin's subcommands, refusing a
     name that is taken, and records them for `rundiff plugins`."""
 
-    def __init__(self, sub: argparse._SubParsersAction, plugins: object, plugin: str = "") -> None:
+    def __init__(self, sub: argparse._SubParsersAction, plugins: Any, plugin: str = "") -> None:
         self._sub, self._plugins, self.plugin = sub, plugins, plugin
 
     def for_plugin(self, plugin: str) -> CommandHost:
@@ -77,8 +78,6 @@ class CommandHost:
     def add_command(self, name: str, *, help: str = "", description: str | None = None,
                     **kwargs: object) -> argparse.ArgumentParser:
         """A new subcommand's parser: add arguments, then `set_defaults(func=run)`."""
-        from .errors import PluginError
-
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{1,31}", name):
             raise PluginError(f"plugin '{self.plugin}' added the command name {name!r}",
                               hint="use a word such as 'slack-notify'")
@@ -102,10 +101,8 @@ class CommandHost:
         return f"plugin '{plugin}'" if plugin else "rundiff"
 
 
-def _no_handler(plugin: str, name: str):
+def _no_handler(plugin: str, name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from .errors import PluginError
-
         raise PluginError(f"plugin '{plugin}' added the command '{name}' without a handler",
                           hint="the plugin must call parser.set_defaults(func=run)")
     return run
