@@ -175,10 +175,15 @@ class Run:
         return self._cache[wanted]
 
     def _build_key_index(self, full: pd.DataFrame) -> None:
-        codes, uniques = pd.factorize(full["key"], sort=False)
+        key = full["key"]
+        if isinstance(key.dtype, pd.CategoricalDtype) and len(key) and key.cat.codes.min() >= 0:
+            codes, uniques = key.cat.codes.to_numpy(), key.cat.categories  # no re-hashing
+        else:
+            codes, uniques = pd.factorize(key, sort=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)}
+        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)
+                           if bounds[i + 1] > bounds[i]}  # unused categories are no keys
         self._keys = sorted(self._key_index)
 
     def _slice(self, keys: tuple[str, ...]) -> pd.DataFrame:

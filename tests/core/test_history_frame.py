@@ -44,3 +44,18 @@ def test_make_history_coerces_lists():
     assert frame["key"].tolist() == ["a", "b"]
     with pytest.raises(ValueError):
         make_history([1, 2, 3], ["a", "b"], [0.5, 0.25])
+
+
+def test_key_index_of_a_categorical_history_skips_unused_categories():
+    from rundiff_core.model import Run
+
+    key = pd.Categorical(["b", "a", "b", "a"], categories=["a", "b", "never"])
+    frame = history_frame(np.array([0.0, 0.0, 1.0, 1.0]), key, np.array([1.0, 2.0, 3.0, 4.0]),
+                          np.full(4, np.nan))
+    run = Run(address="memory:x", name="x", run_id="x", adapter="memory")
+    run.loader = lambda keys: frame
+    assert run.metric_keys() == ["a", "b"]
+    steps, values, _ = run.series("b")
+    assert steps.tolist() == [0.0, 1.0] and values.tolist() == [1.0, 3.0]
+    assert run.history(["a"])["value"].tolist() == [2.0, 4.0]
+    assert len(run.series("never")[0]) == 0
