@@ -15,6 +15,7 @@ also prints those lines to stderr as it loads, so a broken install fails loudly,
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import os
@@ -250,21 +251,12 @@ class Plugins:
             if impl is None:
                 continue
             self.trace(f"call {name}.{hook}(register=...)")
-            try:
-                impl(register=reg)
-            except RundiffError as exc:
-                self.error(f"{exc.message}; fix: {exc.hint or skip_hint}")
-            except Exception as exc:
-                self.error(
-                    f"plugin '{name}' failed while registering {what}: {type(exc).__name__}: "
-                    f"{exc}; fix: report it to the maintainers of {package or name}, {skip_hint}"
-                )
-            else:
-                continue
-            self.registry.unregister_plugin(name)
-            self.reporters.unregister_plugin(name)
-            self.pm.unregister(plugin)
-            return False
+            if not self._guarded(name, package, f"registering {what}",
+                                 functools.partial(impl, register=reg), skip_hint):
+                self.registry.unregister_plugin(name)
+                self.reporters.unregister_plugin(name)
+                self.pm.unregister(plugin)
+                return False
         self.info[name] = info
         return True
 
@@ -273,17 +265,26 @@ class Plugins:
         fails is reported and the others still get their turn."""
         for impl in reversed(self.pm.hook.rundiff_register_commands.get_hookimpls()):
             name = impl.plugin_name
+            info = self.info.get(name)
             self.trace(f"call {name}.rundiff_register_commands(cli=...)")
-            try:
-                impl.function(cli=cli.for_plugin(name))
-            except RundiffError as exc:
-                self.error(f"{exc.message}; fix: {exc.hint or 'rename the command'}")
-            except Exception as exc:
-                self.error(
-                    f"plugin '{name}' failed while adding commands: {type(exc).__name__}: {exc}; "
-                    f"fix: report it to the plugin's maintainers, or skip it with "
-                    f"RUNDIFF_DISABLE_PLUGINS={name}"
-                )
+            self._guarded(name, info.package if info else "", "adding commands",
+                          functools.partial(impl.function, cli=cli.for_plugin(name)),
+                          f"or skip it with RUNDIFF_DISABLE_PLUGINS={name}")
+
+    def _guarded(self, name: str, package: str, doing: str, call: Any, skip_hint: str) -> bool:
+        """Run one plugin's registration hook; a failure becomes one recorded error line."""
+        try:
+            call()
+        except RundiffError as exc:
+            self.error(f"{exc.message}; fix: {exc.hint or skip_hint}")
+            return False
+        except Exception as exc:
+            self.error(
+                f"plugin '{name}' failed while {doing}: {type(exc).__name__}: {exc}; fix: report "
+                f"it to the maintainers of {package or name}, {skip_hint}"
+            )
+            return False
+        return True
 
     def remove(self, name: str) -> None:
         plugin = self.pm.get_plugin(name)
