@@ -169,7 +169,36 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
             "not judged: the target is for runs of 2,000 steps × 3 metrics")
         print(f"  ratio parquet: vs journal: {jw / pw:.1f}× wall, {jc / pc:.1f}× cpu "
               f"(target ≥ 10×: {verdict})")
+    rank_comparison(dataset, folders, glob, args)
     return 0
+
+
+def rank_comparison(dataset: str, folders: list[str], glob: str, args: argparse.Namespace) -> None:
+    """`rundiff rank` on the same runs through both backends (no target: the ranking engine's own
+    work is the same on both sides, so this shows what a command gains end to end)."""
+    import contextlib
+    import io
+
+    from rundiff_core.cli import main as cli
+
+    def rank(addresses: list[str]):
+        def go() -> int:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                assert cli(["rank", *addresses, "--metric", "loss", "--format", "json"]) == 0
+            return len(out.getvalue())
+        return go
+
+    journal, parquet = rank([f"journal:{f}" for f in folders]), rank([f"parquet:{dataset}#address={glob}"])
+    journal(), parquet()
+    best = {journal: float("inf"), parquet: float("inf")}
+    for _ in range(args.repeat):
+        for fn in (journal, parquet):
+            t = time.perf_counter()
+            fn()
+            best[fn] = min(best[fn], time.perf_counter() - t)
+    print(f"\n== rundiff rank over the same runs (best of {args.repeat}, alternating) ==")
+    print(f"  journal: {best[journal]:.2f}s   parquet: {best[parquet]:.2f}s   "
+          f"→ {best[journal] / best[parquet]:.1f}× (the ranking itself is the same work on both)")
 
 
 if __name__ == "__main__":
