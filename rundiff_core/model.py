@@ -141,6 +141,7 @@ class Run:
     )
     _key_index: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _keys: list[str] | None = field(default=None, repr=False, compare=False)
+    _columns: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
     _series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -175,16 +176,18 @@ class Run:
         return self._cache[wanted]
 
     def _build_key_index(self, full: pd.DataFrame) -> None:
-        key = full["key"]
-        if isinstance(key.dtype, pd.CategoricalDtype) and len(key) and key.cat.codes.min() >= 0:
-            codes, uniques = key.cat.codes.to_numpy(), key.cat.categories  # no re-hashing
+        key = full["key"].array
+        if isinstance(key, pd.Categorical) and len(key) and key.codes.min() >= 0:
+            codes, names = key.codes, key.categories.tolist()  # no re-hashing
         else:
-            codes, uniques = pd.factorize(key, sort=False)
+            codes, uniques = pd.factorize(full["key"], sort=False)
+            names = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
         order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(uniques)
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(names)
                            if bounds[i + 1] > bounds[i]}  # unused categories are no keys
         self._keys = sorted(self._key_index)
+        self._columns = tuple(full[c].to_numpy() for c in ("step", "value", "wall_time"))
 
     def _slice(self, keys: tuple[str, ...]) -> pd.DataFrame:
         full = self._cache[None]
@@ -199,15 +202,9 @@ class Run:
         if len(parts) > 1:  # back to logged order
             order = np.argsort(rows, kind="stable")
             rows, key_codes = rows[order], key_codes[order]
-        return pd.DataFrame(
-            {
-                "step": full["step"].to_numpy()[rows],
-                "key": pd.Categorical.from_codes(key_codes, categories=present),
-                "value": full["value"].to_numpy()[rows],
-                "wall_time": full["wall_time"].to_numpy()[rows],
-            },
-            copy=False,
-        )
+        step, value, wall = self._columns
+        return history_frame(step[rows], pd.Categorical.from_codes(key_codes, categories=present),
+                             value[rows], wall[rows])
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(steps, values, wall_times) of one metric as numpy arrays, logged order, cached.
@@ -222,8 +219,8 @@ class Run:
             if self._key_index is None:
                 self._build_key_index(full)
             rows = self._key_index.get(key, np.array([], dtype=np.intp))
-            hit = (full["step"].to_numpy()[rows], full["value"].to_numpy()[rows],
-                   full["wall_time"].to_numpy()[rows])
+            step, value, wall = self._columns
+            hit = (step[rows], value[rows], wall[rows])
             self._series[key] = hit
         return hit
 
