@@ -10,9 +10,9 @@ Address grammar (docs/fleet.md):
                                         ANDed; FIELD is one of FILTER_FIELDS
 
 Only the small runs table is read to list and describe runs (cached per process while the file is
-unchanged). A run's history comes from the dataset's pack (one file, a row group per run; read in
-batches for multi-run addresses) when the pack holds exactly that run's points, else from the
-run's own partition file.
+unchanged). A run's history comes from the dataset's pack (segment files holding a row group per
+run; read in batches for multi-run addresses and seed siblings) when the pack holds exactly that
+run's points, else from the run's own partition file.
 """
 
 from __future__ import annotations
@@ -150,7 +150,6 @@ class ParquetSource(BaseSource):
         if not frag:
             return order
         if self.filters is not None:
-            # one compiled pattern per field: a fleet query can list hundreds of globs
             patterns = [(f, _any_glob(globs)) for f, globs in self.filters.items()]
             return [u for u in order if all(
                 p.match(str(by_uid[u].get(f) or "")) for f, p in patterns)]
