@@ -88,7 +88,9 @@ def _date_range(runs: list[Run]) -> tuple[str | None, str | None]:
 
 
 def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> ExperimentReport:
-    runs = sorted(runs, key=lambda r: r.address)
+    # by name first: the same runs read through another backend (a fleet dataset) keep their order,
+    # so ties resolve the same way
+    runs = sorted(runs, key=lambda r: (r.name, r.address))
     ranking: RankResult = run_rank(runs, metrics=metrics)
     primary = ranking.metrics[0]
     shared = sorted(set.intersection(*(set(r.metric_keys()) for r in runs))) if runs else []
