@@ -291,7 +291,7 @@ class ParquetSource(BaseSource):
     def _partition(self, row: dict[str, Any]) -> Any:
         path = self._points_path(row)
         try:
-            return layout.read_points_table(path)
+            return layout.read_table(path, read_dictionary=["key"])
         except FileNotFoundError:
             raise InputError(
                 f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "

@@ -293,8 +293,9 @@ def _tables(root: str, uids: list[str], rows: Mapping[str, Mapping[str, Any]],
         if table is None:
             row = rows[uid]
             try:
-                table = layout.read_points_table(
-                    layout.points_file(root, str(row.get("source") or ""), uid))
+                table = layout.read_table(
+                    layout.points_file(root, str(row.get("source") or ""), uid),
+                    read_dictionary=["key"])
             except (OSError, ValueError, RundiffError):
                 continue
             if table.num_rows != int(row["n_points"]):
