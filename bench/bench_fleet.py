@@ -110,10 +110,24 @@ def export_and_report(inputs: str, dataset: str, args: argparse.Namespace) -> No
           f"{again.updated + again.new} rewritten)")
 
 
+def timed_pair(jfn, pfn, repeat: int) -> tuple[tuple[float, float, int], tuple[float, float, int]]:
+    """(best wall, best CPU, result) of each, measured alternately (journal, parquet, journal, …)
+    so that a machine getting busier or quieter mid-run does not favour either side."""
+    jfn(), pfn()  # warm the OS file cache, so neither backend pays cold reads
+    best = {jfn: [float("inf"), float("inf"), 0], pfn: [float("inf"), float("inf"), 0]}
+    for _ in range(repeat):
+        for fn in (jfn, pfn):
+            t, c = time.perf_counter(), time.process_time()
+            n = fn()
+            wall, cpu = time.perf_counter() - t, time.process_time() - c
+            b = best[fn]
+            b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), n
+    return tuple(best[jfn]), tuple(best[pfn])
+
+
 def read_comparison(dataset: str, args: argparse.Namespace) -> int:
     from rundiff_core.fleet import read_runs
     from rundiff_core.resolve import load_run, load_runs
-
 
     rows = read_runs(dataset, columns=["run_uid", "address"]).to_pylist()
     by_address = {r["address"]: r["run_uid"] for r in rows}
@@ -136,20 +150,6 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
     def journal_folders() -> int:  # one address per experiment folder
         return sum(len(r.history()) for f in folders for r in load_runs(f"journal:{f}"))
 
-    def timed_pair(jfn, pfn) -> tuple[tuple[float, float, int], tuple[float, float, int]]:
-        """Best wall and CPU time of each, measured alternately (journal, parquet, journal, …) so
-        that a machine getting busier or quieter mid-run does not favour either side."""
-        jfn(), pfn()  # warm the OS file cache, so neither backend pays cold reads
-        best = {jfn: [float("inf"), float("inf"), 0], pfn: [float("inf"), float("inf"), 0]}
-        for _ in range(args.repeat):
-            for fn in (jfn, pfn):
-                t, c = time.perf_counter(), time.process_time()
-                n = fn()
-                wall, cpu = time.perf_counter() - t, time.process_time() - c
-                b = best[fn]
-                b[0], b[1], b[2] = min(b[0], wall), min(b[1], cpu), n
-        return tuple(best[jfn]), tuple(best[pfn])
-
     from rundiff_core.fleet.pack import open_pack
 
     packed = open_pack(dataset) is not None
@@ -159,7 +159,7 @@ def read_comparison(dataset: str, args: argparse.Namespace) -> int:
     for label, jfn, pfn in (("one address per run", journal_each, parquet_each),
                             (f"{len(folders)} journal folders vs 1 parquet filter address",
                              journal_folders, parquet_one)):
-        (jw, jc, n), (pw, pc, m) = timed_pair(jfn, pfn)
+        (jw, jc, n), (pw, pc, m) = timed_pair(jfn, pfn, args.repeat)
         assert n == m, (n, m)
         print(f"{label}:")
         print(f"  journal:  wall {jw:6.3f}s ({jw / len(sample) * 1e3:5.2f} ms/run)  "
@@ -188,17 +188,12 @@ def rank_comparison(dataset: str, folders: list[str], glob: str, args: argparse.
             return len(out.getvalue())
         return go
 
-    journal, parquet = rank([f"journal:{f}" for f in folders]), rank([f"parquet:{dataset}#address={glob}"])
-    journal(), parquet()
-    best = {journal: float("inf"), parquet: float("inf")}
-    for _ in range(args.repeat):
-        for fn in (journal, parquet):
-            t = time.perf_counter()
-            fn()
-            best[fn] = min(best[fn], time.perf_counter() - t)
+    (jw, _jc, _n), (pw, _pc, _m) = timed_pair(rank([f"journal:{f}" for f in folders]),
+                                              rank([f"parquet:{dataset}#address={glob}"]),
+                                              args.repeat)
     print(f"\n== rundiff rank over the same runs (best of {args.repeat}, alternating) ==")
-    print(f"  journal: {best[journal]:.2f}s   parquet: {best[parquet]:.2f}s   "
-          f"→ {best[journal] / best[parquet]:.1f}× (the ranking itself is the same work on both)")
+    print(f"  journal: {jw:.2f}s   parquet: {pw:.2f}s   "
+          f"→ {jw / pw:.1f}× (the ranking itself is the same work on both)")
 
 
 if __name__ == "__main__":
