@@ -99,6 +99,16 @@ def _header_ok(mv: memoryview, pos: int) -> bool:
     return masked_crc(mv[pos : pos + 8]) == stored
 
 
+def _skip_bad_header(fr: Framing, data: bytes, buf: np.ndarray, at: int, size: int) -> int:
+    """Count a header whose length CRC failed at `at`; where framing resumes."""
+    fr.bad_length_crc += 1
+    if len(fr.bad_offsets) < 5:
+        fr.bad_offsets.append(at)
+    nxt = _resync(data, buf, at, size)
+    fr.skipped_bytes += nxt - at
+    return nxt
+
+
 def _resync(data: bytes, buf: np.ndarray, pos: int, size: int) -> int:
     """The next offset after `pos` holding a header with a valid length CRC, or `size`."""
     start = pos + 1
@@ -193,13 +203,7 @@ def frame_records(data: bytes) -> Framing:
                 # framing is only trustworthy up to the first bad header: resync after it
                 first_bad = int(np.argmin(head_ok))
                 parts.append(offs[:first_bad])
-                bad_at = int(offs[first_bad])
-                fr.bad_length_crc += 1
-                if len(fr.bad_offsets) < 5:
-                    fr.bad_offsets.append(bad_at)
-                nxt = _resync(data, buf, bad_at, size)
-                fr.skipped_bytes += nxt - bad_at
-                pos = nxt
+                pos = _skip_bad_header(fr, data, buf, int(offs[first_bad]), size)
                 continue
             parts.append(offs)
         pos = stop
@@ -207,12 +211,7 @@ def frame_records(data: bytes) -> Framing:
             break
         # the walk stopped short of the end: a truncated tail, or a corrupt length field
         if size - pos >= HEADER and not _header_ok(mv, pos):
-            fr.bad_length_crc += 1
-            if len(fr.bad_offsets) < 5:
-                fr.bad_offsets.append(pos)
-            nxt = _resync(data, buf, pos, size)
-            fr.skipped_bytes += nxt - pos
-            pos = nxt
+            pos = _skip_bad_header(fr, data, buf, pos, size)
             continue
         fr.truncated_tail = size - pos
         break
