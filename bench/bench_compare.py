@@ -22,10 +22,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from rundiff_core.arms import load_arms  # noqa: E402
-from rundiff_core.compare import run_compare  # noqa: E402
-from rundiff_core.reporters import dumps  # noqa: E402
-from rundiff_core.reporters.compare_md import render_compare_markdown  # noqa: E402
+from rundiff_core.engines.arms import load_arms  # noqa: E402
+from rundiff_core.engines.compare import run_compare  # noqa: E402
+from rundiff_core.render import dumps  # noqa: E402
+from rundiff_core.render.compare_md import render_compare_markdown  # noqa: E402
 
 METRICS = ("train/loss", "val/loss", "knn_acc")
 SEEDS = 4

@@ -47,8 +47,8 @@ def main() -> int:
         generate(root, runs, steps)
         open(os.path.join(root, ".done"), "w").close()
     sys.path.insert(0, os.path.dirname(HERE))
-    from rundiff_core.many import load_sources
-    from rundiff_core.rank import run_rank
+    from rundiff_core.engines.rank import run_rank
+    from rundiff_core.engines.runset import load_sources
 
     c0 = time.process_time()
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from .model import (
     make_history,
 )
 from .registry import AdapterSpec, Claim, ProjectClaim
-from .reporters.extra import ReporterSpec
+from .render.formats import ReporterSpec
 from .source import BaseSource, RunSource
 
 try:

@@ -69,7 +69,7 @@ def rundiff_register_reporters(register: Callable[[Any], None]) -> None:
     """Register output formats for commands' `--format`.
 
     Called once when the plugin manager loads, after `rundiff_register_adapters`. Call
-    `register(ReporterSpec(name, commands, render, summary))` (from `rundiff_core.reporters.extra`)
+    `register(ReporterSpec(name, commands, render, summary))` (from `rundiff_core.render.formats`)
     once per format; `render(report)` receives the dict the command prints for `--format json` and
     returns text. `register` raises `PluginError` for a built-in or taken name or an unknown
     command, and the whole plugin is dropped. Return value is ignored.

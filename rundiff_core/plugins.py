@@ -31,7 +31,7 @@ import pluggy
 from . import hookspecs
 from .errors import PluginError, RundiffError
 from .registry import AdapterRegistry, AdapterSpec
-from .reporters.extra import ReporterRegistry, ReporterSpec
+from .render.formats import ReporterRegistry, ReporterSpec
 
 ENTRY_POINT_GROUP = "rundiff"
 

@@ -16,11 +16,11 @@ import pandas as pd
 
 from rundiff_core.address import Address
 from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.fidelity import step_notes
 from rundiff_core.model import Run, RunRef, empty_history, filter_keys, flatten
+from rundiff_core.parsing.fidelity import step_notes
+from rundiff_core.parsing.yamlsafe import load_yaml_plain
 from rundiff_core.redact import redact
 from rundiff_core.source import BaseSource
-from rundiff_core.yamlsafe import load_yaml_plain
 
 from . import find_files
 

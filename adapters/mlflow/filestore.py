@@ -27,7 +27,7 @@ import yaml
 
 from rundiff_core.errors import InputError
 from rundiff_core.model import empty_history, make_history
-from rundiff_core.yamlsafe import load_yaml_plain
+from rundiff_core.parsing.yamlsafe import load_yaml_plain
 
 from .layout import RESERVED_IN_EXPERIMENT, TRASH
 from .records import (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..ablate import run_ablate
-from ..many import load_sources
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
-from ..reporters.many_md import render_ablate
+from ..engines.ablate import run_ablate
+from ..engines.runset import load_sources
+from ..render import dumps
+from ..render.formats import emit, format_choices
+from ..render.many_md import render_ablate
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..arms import load_arm
+    from ..engines.arms import load_arm
 
     arm = load_arm(args.baseline)
     runs = load_sources(args.sources)

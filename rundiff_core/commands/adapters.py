@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..plugins import get_plugins
-from ..reporters import dumps, md_table
+from ..render import dumps, md_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..align import ALIGN_MODES
-from ..arms import Arm, load_arms
-from ..compare import run_compare
+from ..engines.align import ALIGN_MODES
+from ..engines.arms import Arm, load_arms
+from ..engines.compare import run_compare
+from ..engines.metricnames import parse_maps
+from ..engines.roles import build_rules
 from ..errors import UsageError
-from ..groups import build_rules
-from ..metricnames import parse_maps
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
+from ..render import dumps
+from ..render.formats import emit, format_choices
 
 EPILOG = """\
 The student is the run still training (status running, else the one with the fewest steps), or
@@ -114,13 +114,13 @@ def run(args: argparse.Namespace) -> int:
         curves=bool(args.html or args.png),
     )
     if args.html:
-        from ..reporters.compare_html import write_compare_html
+        from ..render.compare_html import write_compare_html
 
         write_compare_html(result, args.html, precision=args.precision, smooth=args.smooth,
                            trace=args.trace)
         sys.stderr.write(f"wrote {args.html}\n")
     if args.png:
-        from ..reporters.compare_png import write_compare_pngs
+        from ..render.compare_png import write_compare_pngs
 
         paths = write_compare_pngs(result, args.png, smooth=args.smooth)
         sys.stderr.write(f"wrote {len(paths)} plot(s) to {args.png}\n")
@@ -129,11 +129,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(dumps(result.to_dict()))
     elif args.format == "csv":
-        from ..reporters.compare_csv import render_compare_csv
+        from ..render.compare_csv import render_compare_csv
 
         sys.stdout.write(render_compare_csv(result))
     else:
-        from ..reporters.compare_md import render_compare_markdown
+        from ..render.compare_md import render_compare_markdown
 
         print(render_compare_markdown(result, args.precision, args.trace), end="")
     return 0

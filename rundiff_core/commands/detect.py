@@ -8,7 +8,7 @@ import os
 from ..detect import collect_claims, detect_project, sniff_path
 from ..errors import RundiffError
 from ..plugins import get_plugins
-from ..reporters import dumps
+from ..render import dumps
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

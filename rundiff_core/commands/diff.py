@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..arms import load_arm
-from ..diff import run_diff
-from ..reporters import dumps
-from ..reporters.diff_md import render_diff_markdown
-from ..reporters.extra import emit, format_choices
-from ..stats import STATISTICS
+from ..engines.arms import load_arm
+from ..engines.diff import run_diff
+from ..engines.stats import STATISTICS
+from ..render import dumps
+from ..render.diff_md import render_diff_markdown
+from ..render.formats import emit, format_choices
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

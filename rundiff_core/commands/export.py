@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
+from ..render import dumps
+from ..render.formats import emit, format_choices
 
 if TYPE_CHECKING:
     from ..fleet import ExportSummary

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..reporters import dumps, fmt_step
-from ..reporters.extra import emit, format_choices
+from ..render import dumps, fmt_step
+from ..render.formats import emit, format_choices
 from ..resolve import default_addresses, load_runs
 
 

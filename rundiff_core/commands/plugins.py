@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..plugins import get_plugins
-from ..reporters import dumps
+from ..render import dumps
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..many import load_sources
-from ..rank import run_rank
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
-from ..reporters.many_md import render_rank
+from ..engines.rank import run_rank
+from ..engines.runset import load_sources
+from ..render import dumps
+from ..render.formats import emit, format_choices
+from ..render.many_md import render_rank
 from ..resolve import default_addresses
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..many import load_sources
-from ..report import build_report
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
-from ..reporters.many_md import render_report
+from ..engines.report import build_report
+from ..engines.runset import load_sources
+from ..render import dumps
+from ..render.formats import emit, format_choices
+from ..render.many_md import render_report
 from ..resolve import default_addresses
 
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0
     if args.output and args.output.endswith(".html"):
-        from ..reporters.report_html import render_report_html
+        from ..render.report_html import render_report_html
 
         text = render_report_html(rep, runs)
     elif args.format == "json":

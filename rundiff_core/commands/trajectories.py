@@ -17,12 +17,12 @@ from datetime import datetime
 from ..address import parse_address
 from ..errors import UsageError
 from ..plugins import get_plugins
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
+from ..render import dumps
+from ..render.formats import emit, format_choices
 from ..resolve import open_source
 from ..trajectories.engine import Thresholds, diff_runs, validate_pair
 from ..trajectories.model import TrajectoryRun
-from ..trajectories.report import matrix_document, summary_lines, write_outputs
+from ..trajectories.render import matrix_document, summary_lines, write_outputs
 
 DEFAULT_ROOT = os.path.join(".understudy", "trajectory-diffs")
 

@@ -10,10 +10,18 @@ import argparse
 import sys
 import time
 
-from ..many import load_sources
-from ..reporters import dumps
-from ..reporters.extra import emit, format_choices
-from ..watch import WatchResult, WatchState, check_run, notify, parse_duration, payload, state_key
+from ..engines.runset import load_sources
+from ..engines.watch import (
+    WatchResult,
+    WatchState,
+    check_run,
+    notify,
+    parse_duration,
+    payload,
+    state_key,
+)
+from ..render import dumps
+from ..render.formats import emit, format_choices
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
-    from ..arms import load_arm
+    from ..engines.arms import load_arm
 
     state = WatchState(state_key(args.sources, args.baseline))
     baseline = load_arm(args.baseline, siblings=False).primary if args.baseline else None

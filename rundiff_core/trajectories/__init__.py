@@ -16,7 +16,7 @@ from .engine import (
     validate_pair,
 )
 from .model import Call, Features, TaskRecord, TrajectoryRun
-from .report import write_outputs
+from .render import write_outputs
 from .signals import analyze_messages, bucket_finish, classify_result
 
 __all__ = [

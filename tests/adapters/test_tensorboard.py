@@ -453,7 +453,7 @@ def test_log_dir_tree_names_runs_by_relative_path_and_sniffs(tmp_path):
     claims = detect_project(cwd=str(tmp_path), environ={})
     assert claims and claims[0][0].address == f"tb:{root}"
     # a seed run brings its sibling seeds
-    from rundiff_core.arms import load_arm
+    from rundiff_core.engines.arms import load_arm
 
     arm = load_arm(str(root / "exp-a" / "seed-0"))
     assert [r.seed for r in arm.seeds] == [0, 1]

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rundiff_core.arms import Arm
 from rundiff_core.demo import write_journal_run
+from rundiff_core.engines.arms import Arm
 from rundiff_core.model import Run
 from rundiff_core.testing import memory_run
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from rundiff_core.align import (
+from rundiff_core.engines.align import (
     axis_from_key,
     dedupe_last,
     first_decrease,
@@ -16,9 +16,21 @@ from rundiff_core.align import (
     slice_at,
     values_at,
 )
+from rundiff_core.engines.metricnames import (
+    parse_maps,
+    resolve_names,
+    spelling_key,
+    synonym_key,
+    tokens,
+)
+from rundiff_core.engines.roles import (
+    HEURISTIC,
+    GroupRules,
+    build_rules,
+    classify,
+    find_project_file,
+)
 from rundiff_core.errors import InputError, MetricNotFoundError, UsageError
-from rundiff_core.groups import HEURISTIC, GroupRules, build_rules, classify, find_project_file
-from rundiff_core.metricnames import parse_maps, resolve_names, spelling_key, synonym_key, tokens
 
 
 # ---- align -------------------------------------------------------------------------------------

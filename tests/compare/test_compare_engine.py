@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from compare_helpers import arm, linear, mem
 
-from rundiff_core.compare import run_compare
+from rundiff_core.engines.compare import run_compare
+from rundiff_core.engines.roles import GroupRules
 from rundiff_core.errors import MetricNotFoundError, UsageError
-from rundiff_core.groups import GroupRules
 
 
 def _metric(result, name):

@@ -14,11 +14,11 @@ from compare_cdp import file_url, find_chromium, open_page
 from compare_helpers import arm, mem
 
 from rundiff_core.cli import main
-from rundiff_core.compare import run_compare
+from rundiff_core.engines.compare import run_compare
 from rundiff_core.errors import MissingDependencyError
-from rundiff_core.reporters.compare_html import render_compare_html
-from rundiff_core.reporters.compare_plots import build_figures, ema_debiased
-from rundiff_core.reporters.compare_png import write_compare_pngs
+from rundiff_core.render.compare_html import render_compare_html
+from rundiff_core.render.compare_plots import build_figures, ema_debiased
+from rundiff_core.render.compare_png import write_compare_pngs
 
 STEPS = np.arange(0, 201, 5, dtype=float)
 

@@ -9,7 +9,7 @@ import pytest
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
-from rundiff_core.diff import (
+from rundiff_core.engines.diff import (
     VERDICT_A,
     VERDICT_B,
     VERDICT_SAME,

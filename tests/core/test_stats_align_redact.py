@@ -7,9 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rundiff_core.align import slice_at
-from rundiff_core.redact import REDACTED, redact
-from rundiff_core.stats import (
+from rundiff_core.engines.align import slice_at
+from rundiff_core.engines.stats import (
     bootstrap_ci,
     goal_for,
     headline,
@@ -18,6 +17,7 @@ from rundiff_core.stats import (
     robust_spikes,
     welch_p,
 )
+from rundiff_core.redact import REDACTED, redact
 
 
 def test_headline_final_best_last10():

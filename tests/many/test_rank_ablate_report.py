@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rundiff_core.cli import main
-from rundiff_core.many import load_sources, seed_groups
-from rundiff_core.rank import run_rank
-from rundiff_core.report import build_report
+from rundiff_core.engines.rank import run_rank
+from rundiff_core.engines.report import build_report
+from rundiff_core.engines.runset import load_sources, seed_groups
 from rundiff_core.testing import hash_tree
 
 from .conftest import write_journal
@@ -131,7 +131,7 @@ def test_ablate_without_ablations_is_a_usage_error(tmp_path, capsys):
 
 
 def test_many_runs_load_with_a_progress_bar(tmp_path, capsys):
-    from rundiff_core.many import load_sources
+    from rundiff_core.engines.runset import load_sources
 
     for i in range(24):
         write_journal(tmp_path / f"cfg{i}" / "seed-0", lr=0.01 * (i + 1), floor=0.5, steps=50)

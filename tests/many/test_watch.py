@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from rundiff_core.cli import main
+from rundiff_core.engines.watch import parse_duration
 from rundiff_core.testing import hash_tree
-from rundiff_core.watch import parse_duration
 
 from .conftest import write_csv_run, write_journal
 

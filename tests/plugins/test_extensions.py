@@ -10,7 +10,7 @@ import pytest
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
 from rundiff_core.hookspecs import hookimpl
-from rundiff_core.reporters.extra import ReporterSpec
+from rundiff_core.render.formats import ReporterSpec
 from rundiff_core.testing import registered_plugin
 
 

@@ -19,7 +19,7 @@ import yaml
 
 from rundiff_core.errors import InputError
 from rundiff_core.model import empty_history, make_history
-from rundiff_core.yamlsafe import load_yaml_plain
+from rundiff_core.parsing.yamlsafe import load_yaml_plain
 
 STEP = "step"
 _NAN_TEXT = {"nan", "+nan", "-nan"}

@@ -10,7 +10,7 @@ import csv
 import io
 import math
 
-from ..compare import CompareResult
+from ..engines.compare import CompareResult
 
 COLUMNS = (
     "metric", "group", "goal", "target", "role", "arm", "level", "run", "address", "run_id", "seed",

@@ -16,7 +16,7 @@ from string import Template
 
 import numpy as np
 
-from ..compare import CompareResult
+from ..engines.compare import CompareResult
 from .compare_md import Report, Table, build_report
 from .compare_plots import Figure, build_figures, require
 
@@ -24,7 +24,7 @@ _FOOTNOTE = re.compile(r"\s*\[\^(\d+)\]")
 
 
 def _asset(name: str) -> str:
-    return resources.files("rundiff_core.reporters").joinpath("assets", name).read_text("utf-8")
+    return resources.files("rundiff_core.render").joinpath("assets", name).read_text("utf-8")
 
 
 def _array(a: np.ndarray) -> list[float | None]:

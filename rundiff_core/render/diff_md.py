@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..diff import DiffResult
+from ..engines.diff import DiffResult
 from ..redact import redact
 from . import fmt, fmt_delta, fmt_step, md_table
 

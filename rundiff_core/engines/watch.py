@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UsageError
+from ..model import Run
 from .align import slice_at
-from .errors import UsageError
 from .jsonable import jsonable
-from .many import KILL_EVENTS
-from .model import Run
+from .runset import KILL_EVENTS
 from .stats import goal_for, robust_spikes
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.I)

@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model import Run
 from .jsonable import jsonable
-from .many import (
+from .runset import (
     Anomaly,
     Efficiency,
     Group,
@@ -24,7 +25,6 @@ from .many import (
     seed_groups,
     shared_metrics,
 )
-from .model import Run
 from .stats import goal_for, holm, welch_p
 
 ALPHA = 0.05

@@ -13,7 +13,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from ..reporters import dumps, fmt
+from ..render import dumps, fmt
 from .engine import CLASS_LABELS, GAP_CLASSES, PairDiff, TaskRow, natural_key
 from .model import FINISH_BUCKETS, Call, TaskRecord, TrajectoryRun
 from .signals import redact_snippet

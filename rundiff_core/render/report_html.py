@@ -55,9 +55,9 @@ def markdown_to_html(text: str) -> str:
 
 
 def render_report_html(rep, runs: Sequence[Run]) -> str:  # noqa: ANN001 - ExperimentReport
-    from ..arms import Arm
-    from ..compare import run_compare
-    from ..many import seed_groups
+    from ..engines.arms import Arm
+    from ..engines.compare import run_compare
+    from ..engines.runset import seed_groups
     from .compare_html import render_compare_html
 
     groups = seed_groups(list(runs))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..rank import RankResult
+from ..engines.rank import RankResult
 from . import fmt, fmt_step, md_table
 
 

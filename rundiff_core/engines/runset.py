@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MetricNotFoundError
+from ..model import Run
 from .align import slice_at
 from .diff import SEED_KEYS
-from .errors import MetricNotFoundError
-from .model import Run
 from .stats import bootstrap_ci, goal_for, robust_spikes, sample_std
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
@@ -32,7 +32,7 @@ def load_sources(
     the GIL), with a rich progress bar on a terminal when there are many runs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .resolve import open_source
+    from ..resolve import open_source
 
     opened = [(raw, open_source(raw)) for raw in sources]
     refs = [(src, ref) for _raw, src in opened for ref in src.list_runs()]
@@ -189,7 +189,7 @@ def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None) -> list[str
             )
         return list(asked)
     common = sorted(set.intersection(*keys)) if keys else []
-    from .groups import classify
+    from .roles import classify
 
     by_group: dict[str, list[str]] = {"downstream": [], "proxy": []}
     for k in common:

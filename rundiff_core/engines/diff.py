@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MetricNotFoundError, UsageError
+from ..model import Run
+from ..redact import redact
 from .arms import Arm
-from .errors import MetricNotFoundError, UsageError
 from .jsonable import jsonable
-from .model import Run
-from .redact import redact
 from .stats import (
     STATISTICS,
     Headline,

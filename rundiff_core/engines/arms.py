@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .model import Run
-from .plugins import Plugins
-from .resolve import open_source
+from ..model import Run
+from ..plugins import Plugins
+from ..resolve import open_source
 
 
 @dataclass
@@ -31,7 +31,7 @@ def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True)
     source = open_source(raw, plugins)
     refs = source.list_runs()
     if not refs:
-        from .errors import InputError
+        from ..errors import InputError
 
         raise InputError(f"{raw} names no runs", hint="check the path or run `rundiff ls` on it")
     if len(refs) == 1 and siblings and hasattr(source, "seed_siblings"):
@@ -63,8 +63,8 @@ def _open_named(raw: str, plugins: Plugins | None):
     """(source, refs) for an address, or for a bare run name found by project-level detection."""
     import os
 
-    from .address import parse_address
-    from .errors import RundiffError, UsageError
+    from ..address import parse_address
+    from ..errors import RundiffError, UsageError
 
     try:
         source = open_source(raw, plugins)
@@ -72,7 +72,7 @@ def _open_named(raw: str, plugins: Plugins | None):
     except RundiffError as original:
         if parse_address(raw).scheme is not None or os.path.exists(raw):
             raise
-        from .resolve import default_addresses
+        from ..resolve import default_addresses
 
         try:
             project = default_addresses(plugins)[0]
@@ -102,7 +102,7 @@ def load_arms(raw: str, plugins: Plugins | None = None, *, siblings: bool = True
     """
     source, refs = _open_named(raw, plugins)
     if not refs:
-        from .errors import InputError
+        from ..errors import InputError
 
         raise InputError(f"{raw} names no runs", hint="check the path or run `rundiff ls` on it")
     if len(refs) == 1:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import UsageError
+from ..model import Run
 from .align import (
     ALIGN_MODES,
     Slice,
@@ -31,11 +33,9 @@ from .align import (
     values_at,
 )
 from .arms import Arm
-from .errors import UsageError
-from .groups import GroupRules
 from .jsonable import jsonable
 from .metricnames import NameResolution, resolve_names, spelling_key, tokens
-from .model import Run
+from .roles import GroupRules
 from .stats import goal_for, sample_std
 
 SCHEMA = "rundiff.compare/1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..compare import Cell, CompareResult, MetricComparison, Row
+from ..engines.compare import Cell, CompareResult, MetricComparison, Row
 from . import fmt, fmt_step, md_table
 
 GROUP_TITLES = {

@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import InputError
+from ..errors import InputError
 
 GROUPS = ("proxy", "downstream", "diagnostic")
 PROJECT_FILE = "rundiff.toml"

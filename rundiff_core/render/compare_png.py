@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from ..compare import CompareResult
+from ..engines.compare import CompareResult
 from .compare_plots import Figure, build_figures, require
 
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from ..model import Run
+from ..redact import redact
 from .diff import SEED_KEYS
-from .groups import classify
 from .jsonable import jsonable
-from .many import Anomaly, common_step, gpu_hours, seed_groups, value_at
-from .model import Run
 from .rank import RankResult, run_rank
-from .redact import redact
+from .roles import classify
+from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at
 from .stats import goal_for
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import MetricNotFoundError, UsageError
+from ..errors import MetricNotFoundError, UsageError
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[/._\-:\s]+")

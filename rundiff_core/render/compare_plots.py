@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compare import CompareResult
+from ..engines.compare import CompareResult
 from ..errors import MissingDependencyError
 
 PALETTE = (

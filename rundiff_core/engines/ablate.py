@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model import Run
 from .diff import SEED_KEYS, ConfigChange, config_diff
 from .jsonable import jsonable
-from .many import Group, common_step, group_stat, seed_groups, shared_metrics
-from .model import Run
+from .runset import Group, common_step, group_stat, seed_groups, shared_metrics
 from .stats import goal_for, welch_p
 
 
@@ -98,7 +98,7 @@ def run_ablate(
     base_keys = {r.address for r in base.runs}
     groups = seed_groups([r for r in runs if r.address not in base_keys])
     if not groups:
-        from .errors import UsageError
+        from ..errors import UsageError
 
         raise UsageError("no ablation runs besides the baseline",
                          hint="give the ablation runs as SRC… and the baseline with --baseline")
