@@ -8,12 +8,13 @@ a third party implements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
-from .address import Address
-from .model import Run, RunRef
+    from .address import Address
+    from .model import Run, RunRef
 
 
 @runtime_checkable
