@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "make_history": "model",
     "AdapterSpec": "registry",
     "Claim": "registry",
+    "OptionSpec": "registry",
     "ProjectClaim": "registry",
     "ReporterSpec": "render.formats",
     "BaseSource": "source",
@@ -53,6 +54,7 @@ __all__ = [
     "InputError",
     "MetricNotFoundError",
     "MissingDependencyError",
+    "OptionSpec",
     "PluginError",
     "ProjectClaim",
     "ReporterSpec",
@@ -125,6 +127,6 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         history_frame,
         make_history,
     )
-    from .registry import AdapterSpec, Claim, ProjectClaim
+    from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim
     from .render.formats import ReporterSpec
     from .source import BaseSource, RunSource

@@ -1,14 +1,19 @@
-"""The `rundiff` command line: argparse subcommands, one module each under `commands/`.
+"""The `rundiff` command line: a thin argparse shell over the commands plugins register.
 
-User errors (RundiffError) print one line plus a hint and exit 2; `--debug` shows the traceback.
+Every subcommand — rundiff's own (`rundiff_core.builtins`, one module each under `commands/`) and
+a plugin's — is added through `rundiff_register_commands`; global backend options come from the
+adapters that declare them (`AdapterSpec.options`). Building the parser imports no engine, so
+`rundiff --help` stays instant.
+
 Exit codes: 0 success, 1 a check the user asked for failed (e.g. `watch --once` raised alerts),
-2 usage or input error, 3 internal error.
+2 usage or input error (a RundiffError: one line plus a hint; `--debug` shows the traceback),
+3 internal error (any other exception: one line; `--debug` shows the traceback), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import re
 import sys
 import traceback
@@ -16,24 +21,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import PluginError, RundiffError
-
-COMMAND_MODULES: tuple[str, ...] = (
-    "rundiff_core.commands.diff",
-    "rundiff_core.commands.ls",
-    "rundiff_core.commands.adapters",
-    "rundiff_core.commands.detect",
-    "rundiff_core.commands.plugins",
-)
-
-OPTIONAL_COMMAND_MODULES: tuple[str, ...] = (
-    "rundiff_core.commands.compare",
-    "rundiff_core.commands.trajectories",
-    "rundiff_core.commands.rank",
-    "rundiff_core.commands.ablate",
-    "rundiff_core.commands.report",
-    "rundiff_core.commands.watch",
-    "rundiff_core.commands.export",
-)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,25 +31,32 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rundiff", description="Compare ML runs wherever they were logged.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow tracking URI for mlflow: addresses without a store "
-                             "(same as MLFLOW_TRACKING_URI)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES + OPTIONAL_COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.add_parser(sub)
     from .plugins import get_plugins
 
     plugins = get_plugins()
+    parser = _Parser(prog="rundiff", description="Compare ML runs wherever they were logged.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    for spec, opt in plugins.registry.options():
+        parser.add_argument(opt.flag, metavar=opt.metavar, dest=_option_dest(opt.flag),
+                            help=f"{opt.help} (sets {opt.env}; {spec.name} adapter)".lstrip())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     plugins.add_commands(CommandHost(sub, plugins))
     return parser
+
+
+def _option_dest(flag: str) -> str:
+    """Namespace key of an adapter option, apart from every subcommand's own arguments."""
+    return "_adapter_option_" + flag.lstrip("-").replace("-", "_")
+
+
+def apply_adapter_options(args: argparse.Namespace) -> None:
+    """Set the environment variable behind each adapter option given on the command line."""
+    from .plugins import get_plugins
+
+    for _spec, opt in get_plugins().registry.options():
+        value = getattr(args, _option_dest(opt.flag), None)
+        if value is not None:
+            os.environ[opt.env] = value
 
 
 class CommandHost:
@@ -78,6 +72,11 @@ class CommandHost:
     def add_command(self, name: str, *, help: str = "", description: str | None = None,
                     **kwargs: object) -> argparse.ArgumentParser:
         """A new subcommand's parser: add arguments, then `set_defaults(func=run)`."""
+        return self.add_parser(name, help=help or None, description=description or help, **kwargs)
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """`add_command` with argparse's own `add_parser` keywords, passed through unchanged
+        (the built-in command modules call it as they would call a subparsers action)."""
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{1,31}", name):
             raise PluginError(f"plugin '{self.plugin}' added the command name {name!r}",
                               hint="use a word such as 'slack-notify'")
@@ -85,8 +84,7 @@ class CommandHost:
         if owner is not None:
             raise PluginError(f"plugin '{self.plugin}' added the command '{name}', which "
                               f"{owner} already has", hint="rename the plugin's command")
-        parser = self._sub.add_parser(name, help=help or None, description=description or help,
-                                      **kwargs)
+        parser = self._sub.add_parser(name, **kwargs)
         parser.set_defaults(func=_no_handler(self.plugin, name), _plugin=self.plugin)
         info = getattr(self._plugins, "info", {}).get(self.plugin)
         if info is not None and name not in info.commands:
@@ -98,7 +96,8 @@ class CommandHost:
         if taken is None:
             return None
         plugin = taken.get_default("_plugin")
-        return f"plugin '{plugin}'" if plugin else "rundiff"
+        info = getattr(self._plugins, "info", {}).get(plugin)
+        return "rundiff" if not plugin or info is None or info.builtin else f"plugin '{plugin}'"
 
 
 def _no_handler(plugin: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -109,19 +108,18 @@ def _no_handler(plugin: str, name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 2
-    if args.tracking_uri:
-        import os
-
-        os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # known before parsing: a failure while building the parser obeys it
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
+        apply_adapter_options(args)
         return int(args.func(args) or 0)
     except RundiffError as exc:
-        if args.debug:
+        if debug:
             traceback.print_exc()
         sys.stderr.write(f"rundiff: error: {exc.message}\n")
         if exc.hint:
@@ -132,6 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: one line to report, the traceback only when asked for
+        if debug:
+            traceback.print_exc()
+        message = " ".join(str(exc).split())
+        sys.stderr.write(f"rundiff: internal error: {type(exc).__name__}: {message} — rerun with "
+                         f"--debug and report it\n")
+        return 3
 
 
 def run() -> None:

@@ -1,8 +1,9 @@
 """Which adapter owns a bare path, and which tracker a project logs to.
 
-Detection order is data, not call order: every claim is collected and ranked by the claiming
-adapter's declared `priority` (lower first), then name. A tie at the best priority between
-different adapters is an ambiguous-source error. See docs/addresses.md for the table.
+Detection order is data, not call order: every claim is collected and ranked by its priority —
+the claim's own when it sets one, else the claiming adapter's declared `priority` (lower first) —
+then adapter name. A tie at the best priority between different adapters is an ambiguous-source
+error. See docs/addresses.md for the table.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import AmbiguousSourceError, InputError, UnrecognizedSourceError
 from .plugins import Plugins, get_plugins
-from .registry import AdapterSpec, Claim, ProjectClaim
+from .registry import AdapterSpec, Claim, ProjectClaim, claim_priority
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,12 @@ class RankedClaim:
     spec: AdapterSpec
 
     @property
+    def priority(self) -> int:
+        return claim_priority(self.claim, self.spec)
+
+    @property
     def rank(self) -> tuple[int, str]:
-        return (self.spec.priority, self.spec.name)
+        return (self.priority, self.spec.name)
 
 
 def collect_claims(path: str, plugins: Plugins | None = None) -> list[RankedClaim]:
@@ -59,7 +64,7 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
     best = claims[0]
     tied: list[RankedClaim] = []
     for c in claims:
-        if c.spec.priority == best.spec.priority and c.spec.name != best.spec.name and all(
+        if c.priority == best.priority and c.spec.name != best.spec.name and all(
             t.spec.name != c.spec.name for t in tied
         ):
             tied.append(c)
@@ -73,16 +78,10 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
     return best
 
 
-# Project-level claims rank by adapter priority, except that Neptune's evidence (an API token or
-# its config) outranks MLflow's (which may be just an mlruns/ folder): the documented order is
-# W&B, Neptune, MLflow, TensorBoard, journal, local files.
-PROJECT_RANK_OVERRIDES = {"neptune": 15}
-
-
 def detect_project(
     cwd: str | None = None, environ: dict[str, str] | None = None, plugins: Plugins | None = None
 ) -> list[tuple[ProjectClaim, AdapterSpec]]:
-    """Project-level claims (no address given), best first."""
+    """Project-level claims (no address given), best first, ranked like path claims."""
     plugins = plugins or get_plugins()
     cwd = cwd or os.getcwd()
     environ = dict(os.environ if environ is None else environ)
@@ -94,6 +93,6 @@ def detect_project(
                 out.append((claim, spec))
 
     def rank(cs: tuple[ProjectClaim, AdapterSpec]) -> tuple[int, str]:
-        return (PROJECT_RANK_OVERRIDES.get(cs[1].name, cs[1].priority), cs[1].name)
+        return (claim_priority(*cs), cs[1].name)
 
     return sorted(out, key=rank)

@@ -3,7 +3,8 @@
 Environment switches (read when the manager is built):
 - `RUNDIFF_LOAD_PLUGINS`: comma list of entry-point plugin names to load; set but empty loads
   none. Built-in plugins always load unless disabled.
-- `RUNDIFF_DISABLE_PLUGINS`: comma list of plugin names (built-in or third-party) to skip.
+- `RUNDIFF_DISABLE_PLUGINS`: comma list of plugin names (built-in or third-party) to skip; the
+  `builtins` plugin (rundiff's own commands and formats) cannot be skipped.
 - `RUNDIFF_TRACE_PLUGINS=1`: print every plugin load or skip, adapter registration and hook call
   (arguments and answer) to stderr as `rundiff trace: ...` lines.
 
@@ -35,7 +36,12 @@ from .render.formats import ReporterRegistry, ReporterSpec
 
 ENTRY_POINT_GROUP = "rundiff"
 
+# rundiff's own commands and formats: loaded first, so no later plugin can take their names, and
+# never disabled.
+ESSENTIAL_PLUGINS: tuple[str, ...] = ("rundiff_core.builtins",)
+
 DEFAULT_PLUGINS: tuple[str, ...] = (
+    *ESSENTIAL_PLUGINS,
     "rundiff_adapters.wandb",
     "rundiff_adapters.mlflow",
     "rundiff_adapters.neptune",
@@ -109,7 +115,11 @@ class Plugins:
         for module_name in builtins:
             name = module_name.rsplit(".", 1)[-1]
             seen.update((name, module_name))
-            if name in disabled or module_name in disabled:
+            if module_name in ESSENTIAL_PLUGINS and disabled & {name, module_name}:
+                self.error(f"RUNDIFF_DISABLE_PLUGINS names '{name}', which holds rundiff's own "
+                           f"commands and formats and cannot be disabled; fix: remove it from "
+                           f"the list")
+            elif name in disabled or module_name in disabled:
                 self._skip(name, "listed in RUNDIFF_DISABLE_PLUGINS")
                 continue
             self.trace(f"load built-in plugin '{name}' from {module_name}")
@@ -239,7 +249,7 @@ class Plugins:
 
         def register_reporter(spec: ReporterSpec) -> None:
             if isinstance(spec, ReporterSpec):
-                spec = replace(spec, plugin=name)
+                spec = replace(spec, plugin=name, builtin=builtin)
             self.reporters.register(spec)
             info.reporters.append(spec.name)
             self.trace(f"plugin '{name}' registered reporter '{spec.name}' for "
@@ -261,15 +271,24 @@ class Plugins:
         return True
 
     def add_commands(self, cli: Any) -> None:
-        """Let each plugin add subcommands through `cli` (a `CommandHost`); a plugin whose hook
-        fails is reported and the others still get their turn."""
-        for impl in reversed(self.pm.hook.rundiff_register_commands.get_hookimpls()):
+        """Let each plugin add subcommands through `cli` (a `CommandHost`), built-ins first so no
+        plugin can take their names. A plugin whose hook fails is reported and the others still
+        get their turn; a failing built-in is a bug and raises."""
+        impls = list(reversed(self.pm.hook.rundiff_register_commands.get_hookimpls()))
+        for impl in sorted(impls, key=lambda i: not self._builtin(i.plugin_name)):
             name = impl.plugin_name
             info = self.info.get(name)
             self.trace(f"call {name}.rundiff_register_commands(cli=...)")
-            self._guarded(name, info.package if info else "", "adding commands",
-                          functools.partial(impl.function, cli=cli.for_plugin(name)),
+            call = functools.partial(impl.function, cli=cli.for_plugin(name))
+            if self._builtin(name):
+                call()
+                continue
+            self._guarded(name, info.package if info else "", "adding commands", call,
                           f"or skip it with RUNDIFF_DISABLE_PLUGINS={name}")
+
+    def _builtin(self, name: str) -> bool:
+        info = self.info.get(name)
+        return bool(info and info.builtin)
 
     def _guarded(self, name: str, package: str, doing: str, call: Any, skip_hint: str) -> bool:
         """Run one plugin's registration hook; a failure becomes one recorded error line."""

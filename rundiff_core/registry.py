@@ -13,13 +13,28 @@ from .errors import MissingDependencyError, PluginError
 
 
 @dataclass(frozen=True)
+class OptionSpec:
+    """A global command-line option an adapter's backend needs, applied as an environment variable.
+
+    `rundiff --tracking-uri URI …` sets `MLFLOW_TRACKING_URI=URI` before the command runs: the
+    backend reads its usual variable, so the option and the variable can never disagree.
+    """
+
+    flag: str
+    env: str
+    help: str = ""
+    metavar: str = "VALUE"
+
+
+@dataclass(frozen=True)
 class AdapterSpec:
     """What a plugin tells rundiff about one adapter.
 
     `source` is a dotted path `"package.module:Class"`, imported on first use so that loading
     plugins imports no tracker SDK. `priority` ranks sniffing claims (lower wins; containers
     before what they may contain). `requires` lists import names of optional packages;
-    `install_hint` is what to tell a user who lacks them.
+    `install_hint` is what to tell a user who lacks them. `options` are global command-line
+    options the backend takes (`OptionSpec`), so core names no backend's settings.
     """
 
     name: str
@@ -29,6 +44,7 @@ class AdapterSpec:
     requires: tuple[str, ...] = ()
     install_hint: str | None = None
     summary: str = ""
+    options: tuple[OptionSpec, ...] = ()
     plugin: str = field(default="", compare=False)
     package: str = field(default="", compare=False)
 
@@ -61,25 +77,39 @@ class AdapterSpec:
 
 @dataclass(frozen=True)
 class Claim:
-    """An adapter's claim on a bare path, with the reason shown by `rundiff detect`."""
+    """An adapter's claim on a bare path, with the reason shown by `rundiff detect`.
+
+    `priority`, when set, ranks this claim instead of the adapter's `priority`: evidence that is
+    stronger (or weaker) than the adapter's usual claim says so itself.
+    """
 
     adapter: str
     reason: str
     locator: str | None = None  # the path the adapter wants opened, when not the given one
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
 class ProjectClaim:
-    """An adapter's claim that the current project logs to its tracker."""
+    """An adapter's claim that the current project logs to its tracker (`priority` as for Claim)."""
 
     adapter: str
     reason: str
     address: str | None = None
+    priority: int | None = None
+
+
+def claim_priority(claim: Claim | ProjectClaim, spec: AdapterSpec) -> int:
+    """The number a claim ranks by: its own priority when it sets one, else its adapter's."""
+    return spec.priority if claim.priority is None else claim.priority
 
 
 _SCHEME = re.compile(r"[a-z][a-z0-9+._-]+")  # two letters at least: one letter is a drive
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SOURCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_FLAG = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_ENV = re.compile(r"[A-Z][A-Z0-9_]*")
+CORE_FLAGS = frozenset({"--debug", "--help"})  # rundiff's own global options
 
 
 def _validate(spec: AdapterSpec) -> None:
@@ -106,6 +136,16 @@ def _validate(spec: AdapterSpec) -> None:
         raise bad(f"priority={spec.priority!r}", "use an int (lower wins; contrib packages use 70+)")
     if isinstance(spec.requires, str) or not isinstance(spec.requires, tuple | list):
         raise bad(f"requires={spec.requires!r}", f"pass a tuple: requires=({spec.requires!r},)")
+    if not isinstance(spec.options, tuple | list):
+        raise bad(f"options={spec.options!r}", "pass a tuple of OptionSpec")
+    for opt in spec.options:
+        if not isinstance(opt, OptionSpec):
+            raise bad(f"option {opt!r}", "pass OptionSpec(flag='--my-uri', env='MY_URI', help=...)")
+        if not isinstance(opt.flag, str) or not _FLAG.fullmatch(opt.flag) or opt.flag in CORE_FLAGS:
+            raise bad(f"option flag {opt.flag!r}",
+                      "use a long flag such as '--tracking-uri' that rundiff itself does not have")
+        if not isinstance(opt.env, str) or not _ENV.fullmatch(opt.env):
+            raise bad(f"option env {opt.env!r}", "name an environment variable, e.g. 'MLFLOW_TRACKING_URI'")
 
 
 class AdapterRegistry:
@@ -131,6 +171,14 @@ class AdapterRegistry:
                 f"by plugin '{other.plugin}'",
                 hint=f"rename the adapter, or skip one plugin with {skip}",
             )
+        for opt in spec.options:
+            owner = self.option_owner(opt.flag)
+            if owner is not None:
+                raise PluginError(
+                    f"plugin '{spec.plugin}' gives adapter '{spec.name}' the option {opt.flag}, "
+                    f"which adapter '{owner.name}' from plugin '{owner.plugin}' already has",
+                    hint=f"choose another flag, or skip one plugin with {skip}",
+                )
         for scheme in spec.schemes:
             if scheme in self._by_scheme:
                 other = self._by_scheme[scheme]
@@ -157,6 +205,15 @@ class AdapterRegistry:
 
     def by_name(self, name: str) -> AdapterSpec | None:
         return self._by_name.get(name)
+
+    def option_owner(self, flag: str) -> AdapterSpec | None:
+        """The adapter that declared global option `flag`, if any."""
+        return next((s for s in self._by_name.values() if any(o.flag == flag for o in s.options)),
+                    None)
+
+    def options(self) -> list[tuple[AdapterSpec, OptionSpec]]:
+        """Every adapter's global options, in detection order."""
+        return [(spec, opt) for spec in self for opt in spec.options]
 
     @property
     def schemes(self) -> list[str]:

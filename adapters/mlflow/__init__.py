@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from rundiff_core import OptionSpec
 from rundiff_core.address import Address
 from rundiff_core.hookspecs import hookimpl
 from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
@@ -29,6 +30,8 @@ def rundiff_register_adapters(register):
             install_hint="pip install 'rundiff[mlflow]'",
             summary="MLflow file stores (mlruns/), sqlite databases and tracking servers "
             "(file and sqlite stores read without the mlflow package)",
+            options=(OptionSpec("--tracking-uri", "MLFLOW_TRACKING_URI", metavar="URI",
+                                help="MLflow tracking URI for mlflow: addresses without a store"),),
         )
     )
 

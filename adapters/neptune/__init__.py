@@ -14,6 +14,9 @@ from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
 from . import layout
 
 NAME = "neptune"
+# A project's Neptune evidence (its .neptune/ folder, NEPTUNE_PROJECT) outranks MLflow's (20), which
+# may be just an mlruns/ folder: the documented project order is W&B, Neptune, MLflow, TensorBoard.
+PROJECT_PRIORITY = 15
 
 
 def _describe(found: layout.Found) -> str:
@@ -67,7 +70,9 @@ def rundiff_detect_project(cwd, environ):
     if os.path.isdir(folder):
         found = layout.find(folder, depth=2, budget=layout.SCAN_BUDGET)
         if found:
-            return ProjectClaim(NAME, f".neptune/ holds {_describe(found)}", address=f"{NAME}:{folder}")
+            return ProjectClaim(NAME, f".neptune/ holds {_describe(found)}", address=f"{NAME}:{folder}",
+                                priority=PROJECT_PRIORITY)
     if environ.get("NEPTUNE_PROJECT"):
-        return ProjectClaim(NAME, "NEPTUNE_PROJECT is set (the hosted service; no local .neptune folder)")
+        return ProjectClaim(NAME, "NEPTUNE_PROJECT is set (the hosted service; no local .neptune folder)",
+                            priority=PROJECT_PRIORITY)
     return None

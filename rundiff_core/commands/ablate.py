@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..engines.ablate import run_ablate
-from ..engines.runset import load_sources
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ..render.many_md import render_ablate
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("ablate", help="ablation table: changed keys and same-step deltas vs a baseline")
     p.add_argument("sources", nargs="+", metavar="SRC", help="ablation runs or folders of them")
     p.add_argument("--baseline", required=True, help="address of the baseline run or seed folder")
@@ -23,7 +24,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.ablate import run_ablate
     from ..engines.arms import load_arm
+    from ..engines.runset import load_sources
+    from ..render.many_md import render_ablate
 
     arm = load_arm(args.baseline)
     runs = load_sources(args.sources)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..plugins import get_plugins
 from ..render import dumps, md_table
 
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("adapters", help="list adapters in detection order")
     p.add_argument("--format", choices=("md", "json"), default="md")
     p.set_defaults(func=run)

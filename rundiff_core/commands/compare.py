@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..engines.align import ALIGN_MODES
-from ..engines.arms import Arm, load_arms
-from ..engines.compare import run_compare
-from ..engines.metricnames import parse_maps
-from ..engines.roles import build_rules
+from ..engines.options import ALIGN_MODES
 from ..errors import UsageError
 from ..render import dumps
 from ..render.formats import emit, format_choices
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
+    from ..engines.arms import Arm
 
 EPILOG = """\
 The student is the run still training (status running, else the one with the fewest steps), or
@@ -24,7 +25,7 @@ Examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser(
         "compare", help="same-step comparison of runs from any backends (proxy vs downstream)",
         description="Same-step comparison of two or more runs or seed groups from any backends.",
@@ -82,6 +83,8 @@ def _goals(items: list[str]) -> dict[str, str]:
 
 def resolve_arms(addresses: list[str], student: str | None, siblings: bool) -> tuple[list[Arm], int | None]:
     """Arms for every address, and the student's index when --student names one."""
+    from ..engines.arms import load_arms
+
     arms: list[Arm] = []
     origin: list[str] = []
     for raw in addresses:
@@ -104,6 +107,10 @@ def resolve_arms(addresses: list[str], student: str | None, siblings: bool) -> t
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.compare import run_compare
+    from ..engines.metricnames import parse_maps
+    from ..engines.roles import build_rules
+
     if not 0.0 <= args.smooth < 1.0:
         raise UsageError("--smooth must be in [0, 1)", hint="TensorBoard's default is 0.6")
     rules = build_rules(args.proxy, args.downstream, args.diagnostic, args.project_file)

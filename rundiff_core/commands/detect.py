@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from ..detect import collect_claims, detect_project, sniff_path
 from ..errors import RundiffError
 from ..plugins import get_plugins
+from ..registry import claim_priority
 from ..render import dumps
 
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("detect", help="show which adapter claims a path (or the project) and why")
     p.add_argument("path", nargs="?", help="a path to sniff (default: project-level detection)")
     p.add_argument("--format", choices=("md", "json"), default="md")
@@ -22,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     plugins = get_plugins()
     if args.path is None:
         claims = detect_project(plugins=plugins)
-        rows = [{"adapter": s.name, "priority": s.priority, "reason": c.reason, "address": c.address}
+        rows = [{"adapter": s.name, "priority": claim_priority(c, s), "reason": c.reason, "address": c.address}
                 for c, s in claims]
         result = {"cwd": os.getcwd(), "claims": rows, "winner": rows[0] if rows else None}
         if args.format == "json":
@@ -35,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                   "(e.g. `rundiff ls runs/` or `rundiff ls wandb:ENTITY/PROJECT`)")
         return 0 if rows else 2
     claims = collect_claims(args.path, plugins)
-    rows = [{"adapter": c.spec.name, "priority": c.spec.priority, "reason": c.claim.reason,
+    rows = [{"adapter": c.spec.name, "priority": c.priority, "reason": c.claim.reason,
              "scheme": c.spec.schemes[0], "locator": c.claim.locator or args.path} for c in claims]
     winner, address, error = None, None, None
     try:

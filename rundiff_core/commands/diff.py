@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..engines.arms import load_arm
-from ..engines.diff import run_diff
-from ..engines.stats import STATISTICS
+from ..engines.options import STATISTICS
 from ..render import dumps
-from ..render.diff_md import render_diff_markdown
 from ..render.formats import emit, format_choices
 
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("diff", help="decision-grade diff of two runs (config, headline, seeds, verdict)")
     p.add_argument("a", metavar="A", help="address of run A (e.g. runs/exp-a/seed-0, journal:PATH)")
     p.add_argument("b", metavar="B", help="address of run B")
@@ -27,6 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.arms import load_arm
+    from ..engines.diff import run_diff
+    from ..render.diff_md import render_diff_markdown
+
     a = load_arm(args.a, siblings=not args.no_seeds)
     b = load_arm(args.b, siblings=not args.no_seeds)
     result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)

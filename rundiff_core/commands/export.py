@@ -13,10 +13,11 @@ from ..render import dumps
 from ..render.formats import emit, format_choices
 
 if TYPE_CHECKING:
+    from ..cli import CommandHost
     from ..fleet import ExportSummary
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser(
         "export",
         help="export runs from any trackers into one Hive-partitioned Parquet dataset",

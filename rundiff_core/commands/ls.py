@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..render import dumps, fmt_step
 from ..render.formats import emit, format_choices
-from ..resolve import default_addresses, load_runs
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
 
 def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
     return row
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("ls", help="list runs with their keys, point counts and step ranges")
     p.add_argument("sources", nargs="*", metavar="SRC", help="addresses (default: detect the project)")
     p.add_argument("--format", choices=format_choices("ls", ("md", "json")), default="md")
@@ -42,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..resolve import default_addresses, load_runs
+
     sources = args.sources or default_addresses()
     rows = [summarize(r, not args.no_points) for src in sources for r in load_runs(src)]
     if emit("ls", args.format, lambda: rows):

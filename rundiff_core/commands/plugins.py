@@ -8,12 +8,16 @@ RUNDIFF_DISABLE_PLUGINS).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..plugins import get_plugins
 from ..render import dumps
 
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("plugins", help="list installed plugins (JSON); --all includes built-ins")
     p.add_argument("--all", action="store_true", help="include built-in plugins")
     p.set_defaults(func=run)

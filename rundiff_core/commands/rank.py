@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..engines.rank import run_rank
-from ..engines.runset import load_sources
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ..render.many_md import render_rank
-from ..resolve import default_addresses
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("rank", help="rank runs or seed groups on headline metrics at a common step")
     p.add_argument("sources", nargs="*", metavar="SRC", help="addresses (default: detect the project)")
     p.add_argument("--metric", action="append", help="metric to rank on (repeatable; first is primary)")
@@ -25,6 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.rank import run_rank
+    from ..engines.runset import load_sources
+    from ..render.many_md import render_rank
+    from ..resolve import default_addresses
+
     runs = load_sources(args.sources or default_addresses())
     result = run_rank(runs, metrics=args.metric, goal=args.goal,
                       group_seeds=not args.no_seed_groups, align=args.align)

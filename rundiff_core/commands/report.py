@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..engines.report import build_report
-from ..engines.runset import load_sources
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ..render.many_md import render_report
-from ..resolve import default_addresses
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("report", help="experiment report: overview, results at one step, findings, next experiments")
     p.add_argument("sources", nargs="*", metavar="SRC")
     p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.report import build_report
+    from ..engines.runset import load_sources
+    from ..render.many_md import render_report
+    from ..resolve import default_addresses
+
     runs = load_sources(args.sources or default_addresses())
     rep = build_report(runs, metrics=args.metric)
     if not args.output and emit("report", args.format, rep.to_dict):

@@ -13,21 +13,23 @@ import os
 import shlex
 import string
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..address import parse_address
 from ..errors import UsageError
 from ..plugins import get_plugins
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ..resolve import open_source
-from ..trajectories.engine import Thresholds, diff_runs, validate_pair
-from ..trajectories.model import TrajectoryRun
-from ..trajectories.render import matrix_document, summary_lines, write_outputs
+
+if TYPE_CHECKING:
+    from ..cli import CommandHost
+    from ..trajectories.engine import Thresholds
+    from ..trajectories.model import TrajectoryRun
 
 DEFAULT_ROOT = os.path.join(".understudy", "trajectory-diffs")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser(
         "trajectories",
         help="task-by-task behavioural diff of agent runs (trajectory exports, Inspect, τ-bench)",
@@ -64,6 +66,8 @@ def _labels(n: int) -> list[str]:
 
 def load_trajectory_run(raw: str) -> TrajectoryRun:
     """Open an address as a trajectory run; a bare path is read by the `traj:` adapter."""
+    from ..resolve import open_source
+
     plugins = get_plugins()
     address = parse_address(raw)
     target = raw if address.scheme and plugins.registry.by_scheme(address.scheme) else f"traj:{raw}"
@@ -93,6 +97,8 @@ def _resolve(label_or_raw: str, labels: list[str], raws: list[str], what: str) -
 
 
 def _add_repeats(target: TrajectoryRun, spec_paths: list[str]) -> None:
+    from ..trajectories.engine import Thresholds, validate_pair
+
     for raw in spec_paths:
         rep = load_trajectory_run(raw)
         validate_pair(target, rep, Thresholds())
@@ -108,6 +114,8 @@ def _add_repeats(target: TrajectoryRun, spec_paths: list[str]) -> None:
 
 
 def _thresholds(args: argparse.Namespace) -> Thresholds:
+    from ..trajectories.engine import Thresholds
+
     if args.min_n < 1:
         raise UsageError("--min-n must be at least 1")
     if not 0 <= args.max_unstable <= 1:
@@ -160,6 +168,9 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..trajectories.engine import diff_runs
+    from ..trajectories.render import matrix_document, summary_lines, write_outputs
+
     if len(args.runs) < 2:
         raise UsageError("trajectories needs at least two runs to compare",
                          hint="rundiff trajectories A.json B.json [C.json …]")

@@ -9,22 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from ..engines.runset import load_sources
-from ..engines.watch import (
-    WatchResult,
-    WatchState,
-    check_run,
-    notify,
-    parse_duration,
-    payload,
-    state_key,
-)
 from ..render import dumps
 from ..render.formats import emit, format_choices
 
+if TYPE_CHECKING:
+    from ..cli import CommandHost
+    from ..engines.watch import WatchResult
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("watch", help="monitor live runs: freshness, progress, anomalies, completion")
     p.add_argument("sources", nargs="+", metavar="SRC")
     p.add_argument("--every", default="10m", help="check interval (e.g. 30s, 10m, 1h)")
@@ -39,6 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
     from ..engines.arms import load_arm
+    from ..engines.runset import load_sources
+    from ..engines.watch import WatchResult, WatchState, check_run, state_key
 
     state = WatchState(state_key(args.sources, args.baseline))
     baseline = load_arm(args.baseline, siblings=False).primary if args.baseline else None
@@ -73,6 +70,8 @@ def _print(result: WatchResult, fmt: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines.watch import notify, parse_duration, payload
+
     every, stale = parse_duration(args.every), parse_duration(args.stale)
     while True:
         result = check_once(args, stale)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ALIGN_MODES = ("nearest", "interpolate")
+from .options import ALIGN_MODES  # defined without numpy for the command line
 
 
 @dataclass(frozen=True)

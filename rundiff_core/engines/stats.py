@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .options import STATISTICS  # noqa: F401  (re-exported; defined without numpy for the CLI)
+
 _MAX_WORDS = re.compile(
     r"acc|accuracy|f1|auc|auroc|score|reward|return|bleu|rouge|precision|recall|map\b|iou|"
     r"success|pass|win|top[-_]?\d|hit|ndcg|mrr|r2|exact|em\b|correct", re.I
@@ -16,8 +18,6 @@ _MAX_WORDS = re.compile(
 _MIN_WORDS = re.compile(
     r"loss|perplexity|ppl|error|err\b|wer|cer|mse|mae|rmse|nll|bpb|bpc|regret|distance|fid\b", re.I
 )
-
-STATISTICS = ("last10_mean", "final", "best")
 
 
 def goal_is_known(metric: str) -> bool:

@@ -1,9 +1,12 @@
-"""Output formats that plugins add to commands (`rundiff_register_reporters`).
+"""The output-format registry behind every command's `--format` (`rundiff_register_reporters`).
 
-A plugin reporter turns the report a command builds for `--format json` — the same dict, before it
-is printed — into text: a Slack message, a LaTeX table, a dashboard payload. Commands list the
-formats registered for them next to their own in `--format`, so `rundiff diff A B --format slack`
-works once the plugin is installed, and a broken reporter cannot touch the built-in formats.
+rundiff's own formats (md, json, csv) are registered by the built-in plugin (`rundiff_core.builtins`)
+through the same hook as a plugin's; the command renders those itself from its result object. A
+plugin reporter turns the report a command builds for `--format json` — the same dict, before it
+is printed — into text: a Slack message, a LaTeX table, a dashboard payload. `--format` offers
+every format registered for the command, so `rundiff diff A B --format slack` works once the
+plugin is installed, and a broken reporter cannot touch the built-in formats, whose names no
+plugin may take.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from ..errors import PluginError, RundiffError
 # Commands whose --format accepts plugin reporters (each prints a JSON report with --format json).
 REPORTING_COMMANDS = ("diff", "compare", "rank", "ablate", "report", "ls", "watch", "export",
                       "trajectories")
-BUILTIN_FORMATS = frozenset({"md", "json", "csv", "html", "png", "text"})
+# Names kept for rundiff's file outputs (compare --html/--png, report -o FILE.html) and plain text,
+# so that no plugin's --format reads like one of them. The --format formats rundiff renders itself
+# are reserved by being registered by the built-in plugin.
+RESERVED_NAMES = frozenset({"html", "png", "text"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{1,31}$")
 
 
@@ -28,20 +34,27 @@ class ReporterSpec:
 
     `render(report)` gets what the command prints for `--format json` — a dict, or for `ls` a list
     of run rows — and returns the text to print. `commands` names the commands that offer it.
+    `render=None` means the command renders the format itself: only a built-in plugin may do that.
+    `plugin` and `builtin` are filled in by rundiff when the spec is registered.
     """
 
     name: str
     commands: tuple[str, ...]
-    render: Callable[[Any], str]
+    render: Callable[[Any], str] | None
     summary: str = ""
     plugin: str = field(default="", compare=False)
+    builtin: bool = field(default=False, compare=False)
 
 
 class ReporterRegistry:
-    """Plugin reporters by (command, format name)."""
+    """Output formats by (command, format name): the built-in plugin's first, then plugins'."""
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, str], ReporterSpec] = {}
+
+    def builtin_names(self) -> frozenset[str]:
+        """Every name a built-in plugin registered, for any command: no plugin may take one."""
+        return frozenset(s.name for s in self._by_key.values() if s.builtin)
 
     def register(self, spec: ReporterSpec) -> None:
         """Validate and add, or raise PluginError naming what is wrong and the fix."""
@@ -54,7 +67,7 @@ class ReporterRegistry:
         if not isinstance(spec.name, str) or not _NAME.match(spec.name):
             raise PluginError(f"{who} registered the reporter name {spec.name!r}",
                               hint="use 2-32 lower-case letters, digits, '-' or '_'")
-        if spec.name in BUILTIN_FORMATS:
+        if not spec.builtin and (spec.name in RESERVED_NAMES or spec.name in self.builtin_names()):
             raise PluginError(f"{who} registered the reporter '{spec.name}', a built-in format",
                               hint="pick another name")
         if isinstance(spec.commands, str) or not spec.commands:
@@ -65,7 +78,7 @@ class ReporterRegistry:
             raise PluginError(f"{who} registered reporter '{spec.name}' for unknown command(s) "
                               + ", ".join(map(repr, unknown)),
                               hint="use one of " + ", ".join(REPORTING_COMMANDS))
-        if not callable(spec.render):
+        if not (callable(spec.render) or spec.builtin and spec.render is None):
             raise PluginError(f"{who} registered reporter '{spec.name}' without a callable render",
                               hint="render=function(report: dict) -> str")
         for command in spec.commands:
@@ -81,7 +94,10 @@ class ReporterRegistry:
         self._by_key = {k: s for k, s in self._by_key.items() if s.plugin != plugin}
 
     def names(self, command: str) -> list[str]:
-        return sorted(name for (cmd, name) in self._by_key if cmd == command)
+        """Formats for `command`: built-in ones in registration order, then plugins' by name."""
+        mine = [s for (cmd, _name), s in self._by_key.items() if cmd == command]
+        return ([s.name for s in mine if s.builtin]
+                + sorted(s.name for s in mine if not s.builtin))
 
     def get(self, command: str, name: str) -> ReporterSpec | None:
         return self._by_key.get((command, name))
@@ -90,11 +106,15 @@ class ReporterRegistry:
         return iter(dict.fromkeys(self._by_key.values()))
 
 
-def format_choices(command: str, builtin: tuple[str, ...]) -> tuple[str, ...]:
-    """`--format` choices of a command: its own formats, then the plugins' for it."""
+def format_choices(command: str, builtin: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`--format` choices of a command: every format registered for it, built-in ones first.
+
+    `builtin` names the formats the command renders itself, in the order to list them; each must
+    also be registered by the built-in plugin (a test checks that the two agree).
+    """
     from ..plugins import get_plugins
 
-    return builtin + tuple(n for n in get_plugins().reporters.names(command) if n not in builtin)
+    return tuple(dict.fromkeys((*builtin, *get_plugins().reporters.names(command))))
 
 
 def emit(command: str, fmt: str, report: Callable[[], Any]) -> bool:
@@ -105,7 +125,7 @@ def emit(command: str, fmt: str, report: Callable[[], Any]) -> bool:
     from . import _clean
 
     spec = get_plugins().reporters.get(command, fmt)
-    if spec is None:
+    if spec is None or spec.render is None:
         return False
     try:
         text = spec.render(_clean(report()))
