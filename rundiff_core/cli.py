@@ -134,8 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         message = " ".join(str(exc).split())
-        sys.stderr.write(f"rundiff: internal error: {type(exc).__name__}: {message} — rerun with "
-                         f"--debug and report it\n")
+        what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        sys.stderr.write(f"rundiff: internal error: {what} — rerun with --debug and report it\n")
         return 3
 
 
