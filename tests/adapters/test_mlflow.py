@@ -453,6 +453,38 @@ def test_cli_ls_json(stores, capsys):
     assert any("duplicate steps kept" in n for n in rows[0]["fidelity"])
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_tracking_uri_option_is_declared_by_the_mlflow_plugin(stores, kind, monkeypatch, capsys):
+    """`--tracking-uri` comes from the mlflow adapter's spec and sets MLFLOW_TRACKING_URI, which
+    an `mlflow:` address without a store then reads; without the plugin there is no such option."""
+    from rundiff_core import cli
+    from rundiff_core.plugins import Plugins, get_plugins, set_plugins
+
+    path, logged = stores[kind]
+    uri = path if kind == "file" else f"sqlite:///{path}"
+    [option] = get_plugins().registry.by_name("mlflow").options
+    assert (option.flag, option.env) == ("--tracking-uri", "MLFLOW_TRACKING_URI")
+    assert "tracking" not in open(cli.__file__).read().lower()  # core names no backend setting
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "placeholder")  # so teardown restores the original
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert main(["ls", "mlflow:#exp-a/base", "--no-points"]) == 2  # no store anywhere
+    capsys.readouterr()
+    assert main(["--tracking-uri", uri, "ls", "mlflow:#exp-a/base", "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["run_id"] == logged.runs["base"].run_id and row["adapter"] == "mlflow"
+    assert {k["key"]: k["points"] for k in row["keys"]}["loss"] == 300
+    assert os.environ["MLFLOW_TRACKING_URI"] == uri
+    monkeypatch.setenv("RUNDIFF_DISABLE_PLUGINS", "mlflow")
+    previous = set_plugins(Plugins(entry_points=False))
+    try:
+        with pytest.raises(SystemExit) as stop:
+            main(["--tracking-uri", uri, "adapters"])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith("usage: rundiff [-h] [--debug] COMMAND")
+    finally:
+        set_plugins(previous)
+
+
 def test_cli_diff_mlflow_vs_journal_and_mlflow(stores, tmp_path, capsys):
     fpath, flogged = stores["file"]
     spath, _ = stores["sqlite"]
