@@ -162,3 +162,19 @@ def test_parquet_of_another_shape_is_left_to_other_adapters(tmp_path):
     from rundiff_core.detect import collect_claims
 
     assert "neptune" not in [c.spec.name for c in collect_claims(str(path))]
+
+
+def test_detect_on_an_export_imports_no_pyarrow(export_project):
+    """`rundiff detect` confirms exporter Parquet from its footer without pyarrow (or pandas)."""
+    code = f"""
+import sys
+from rundiff_core.cli import main
+assert main(["detect", {export_project!r}]) == 0
+bad = [m for m in ("pyarrow", "pandas", "numpy", "polars") if m in sys.modules]
+assert not bad, bad
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [os.getcwd(), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, proc.stderr
+    assert "winner: neptune → neptune:" in proc.stdout

@@ -304,3 +304,29 @@ def test_row_groups_are_pruned_without_losing_rows(tmp_path):
     assert run.history()["value"].tolist() == [float(i) for i in range(500)]
     assert len(run.history(["loss"])) == 500
     assert any("string_series 1 attribute(s), 1 row(s)" in n for n in run.fidelity)
+
+
+def test_the_footer_check_agrees_with_pyarrow_without_importing_it(export_dir, tmp_path):
+    """Sniffing reads the exporter's columns from the Parquet footer with the standard library; on
+    exporter parts, foreign, look-alike, multi-row-group and torn files it says what pyarrow says."""
+    from rundiff_adapters.neptune.layout import export_schema
+
+    files = [os.path.join(d, f) for d, _s, fs in os.walk(export_dir["project"]) for f in fs
+             if f.endswith(".parquet")]
+    pd.DataFrame({"step": [1, 2], "loss": [0.5, 0.4]}).to_parquet(tmp_path / "plain.parquet")
+    pd.DataFrame({"run_id_x": ["a"], "attribute_paths": ["b"], "attribute_type": ["c"]}).to_parquet(
+        tmp_path / "lookalike.parquet")
+    pq.write_table(pa.Table.from_pylist(series_rows(PROJECT, "R-9", "loss", range(500), [0.1] * 500),
+                                        schema=SCHEMA), tmp_path / "groups.parquet", row_group_size=50)
+    files += [str(tmp_path / n) for n in ("plain.parquet", "lookalike.parquet", "groups.parquet")]
+    assert len(files) >= 5
+    for path in files:
+        assert export_schema(path) is ({"run_id", "attribute_path", "attribute_type"}
+                                       <= set(pq.read_schema(path).names)), path
+    assert sum(export_schema(p) is True for p in files) >= 3
+    data = open(files[0], "rb").read()
+    for cut in (len(data) // 2, len(data) - 3, 7):
+        (tmp_path / "torn.parquet").write_bytes(data[:cut])
+        assert export_schema(str(tmp_path / "torn.parquet")) is None
+    (tmp_path / "text.parquet").write_text("not parquet at all")
+    assert export_schema(str(tmp_path / "text.parquet")) is None
