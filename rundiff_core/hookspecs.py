@@ -22,7 +22,9 @@ def rundiff_register_adapters(register: Callable[[Any], None]) -> None:
 
     Called once when the plugin manager loads. Call `register(AdapterSpec(...))` once per adapter;
     `register` validates on the spot and raises `PluginError` for a scheme another adapter owns.
-    Return value is ignored. Must not import a tracker SDK (name the source class by dotted path).
+    Backend settings the command line should offer are `AdapterSpec.options` (`OptionSpec`: a
+    global flag that sets an environment variable). Return value is ignored. Must not import a
+    tracker SDK (name the source class by dotted path).
     """
 
 
@@ -32,7 +34,8 @@ def rundiff_sniff_path(path: str) -> Any:
 
     Called for every bare path the user gives without a scheme. Return a `Claim(adapter, reason)`,
     a list of them, or None when the path is not yours. Read a few KiB at most, never write, never
-    import a tracker SDK. All claims are collected and ranked by the adapters' priorities.
+    import a tracker SDK (nor pandas, numpy, pyarrow). All claims are collected and ranked by
+    their `priority` when set, else by the adapters' priorities.
     """
 
 
@@ -51,7 +54,8 @@ def rundiff_detect_project(cwd: str, environ: dict[str, str]) -> Any:
 
     Called by project-level detection (`rundiff detect` with no path, commands with no address).
     Return a `ProjectClaim(adapter, reason, address)` or list of them, or None. Look only at `cwd`
-    and `environ`; no network.
+    and `environ`; no network. Claims rank like `rundiff_sniff_path`'s (a claim's `priority`, else
+    its adapter's).
     """
 
 
@@ -71,8 +75,9 @@ def rundiff_register_reporters(register: Callable[[Any], None]) -> None:
     Called once when the plugin manager loads, after `rundiff_register_adapters`. Call
     `register(ReporterSpec(name, commands, render, summary))` (from `rundiff_core.render.formats`)
     once per format; `render(report)` receives the dict the command prints for `--format json` and
-    returns text. `register` raises `PluginError` for a built-in or taken name or an unknown
-    command, and the whole plugin is dropped. Return value is ignored.
+    returns text. rundiff's own formats come through this hook too, from the `builtins` plugin
+    (with `render=None`: the command renders them). `register` raises `PluginError` for a built-in
+    or taken name or an unknown command, and the whole plugin is dropped. Return value is ignored.
     """
 
 
@@ -80,9 +85,10 @@ def rundiff_register_reporters(register: Callable[[Any], None]) -> None:
 def rundiff_register_commands(cli: Any) -> None:
     """Add subcommands to `rundiff`.
 
-    Called each time the command line is built. Call `cli.add_command(name, help=...)`, which
-    returns an `argparse.ArgumentParser`: add arguments to it and `set_defaults(func=run)`, where
-    `run(args) -> int` is the exit code. A name that a built-in or another plugin's command has
-    raises `PluginError`; rundiff reports it and skips that command. Import heavy modules inside
-    `run`, not here: building the command line must stay instant.
+    Called each time the command line is built, for built-in plugins first (rundiff's own
+    commands come through this hook from the `builtins` plugin). Call `cli.add_command(name,
+    help=...)`, which returns an `argparse.ArgumentParser`: add arguments to it and
+    `set_defaults(func=run)`, where `run(args) -> int` is the exit code. A name that a built-in or
+    another plugin's command has raises `PluginError`; rundiff reports it and skips that command.
+    Import heavy modules inside `run`, not here: building the command line must stay instant.
     """
