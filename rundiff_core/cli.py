@@ -97,7 +97,7 @@ class CommandHost:
             return None
         plugin = taken.get_default("_plugin")
         info = getattr(self._plugins, "info", {}).get(plugin)
-        return "rundiff" if not plugin or info is None or info.builtin else f"plugin '{plugin}'"
+        return "rundiff" if not plugin or info is not None and info.builtin else f"plugin '{plugin}'"
 
 
 def _no_handler(plugin: str, name: str) -> Callable[[argparse.Namespace], int]:

@@ -1,8 +1,9 @@
 """`rundiff plugins [--all]` — loaded plugins as JSON: name, version, hooks, adapters.
 
-Shape: `{"plugins": [{name, module, package, version, builtin, hooks, adapters}], "errors":
-[one line each], "skipped": [{name, reason}]}` (plugins left out by RUNDIFF_LOAD_PLUGINS or
-RUNDIFF_DISABLE_PLUGINS).
+Shape: `{"plugins": [{name, module, package, version, builtin, hooks, adapters, reporters,
+commands}], "errors": [one line each], "skipped": [{name, reason}]}` (plugins left out by
+RUNDIFF_LOAD_PLUGINS or RUNDIFF_DISABLE_PLUGINS). With --all, the `builtins` plugin lists
+rundiff's own commands and formats, registered through the same hooks.
 """
 
 from __future__ import annotations
