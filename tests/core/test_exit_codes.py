@@ -89,6 +89,21 @@ def test_an_exception_without_a_message_is_named_alone(isolated_plugins, capsys)
         "rundiff: internal error: AssertionError — rerun with --debug and report it\n")
 
 
+def test_a_bug_while_building_the_command_line_is_exit_3(isolated_plugins, monkeypatch, capsys):
+    """A built-in command module that breaks is a bug in rundiff, not a plugin to skip quietly."""
+    import rundiff_core.commands.ls as ls
+
+    def broken(sub):
+        raise TypeError("add_argument() got an unexpected keyword argument 'nargz'")
+
+    monkeypatch.setattr(ls, "add_parser", broken)
+    assert main(["adapters"]) == 3
+    assert capsys.readouterr().err == INTERNAL.format(
+        kind="TypeError", message="add_argument() got an unexpected keyword argument 'nargz'")
+    assert main(["--debug", "adapters"]) == 3
+    assert "in broken" in capsys.readouterr().err
+
+
 def test_user_errors_still_exit_2_with_a_hint(tmp_path, capsys):
     assert main(["diff", str(tmp_path / "nope"), str(tmp_path / "nope2")]) == 2
     err = capsys.readouterr().err.splitlines()
