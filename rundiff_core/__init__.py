@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# name -> submodule that defines it
+# name -> submodule that defines it (never a submodule's own name: importing that submodule would
+# set the package attribute to the module, shadowing the export — hence no `redact` here)
 _EXPORTS: dict[str, str] = {
     "Address": "address",
     "parse_address": "address",
@@ -37,7 +38,6 @@ _EXPORTS: dict[str, str] = {
     "history_frame": "model",
     "make_history": "model",
     "REDACTED": "redact",
-    "redact": "redact",
     "redact_text": "redact",
     "AdapterSpec": "registry",
     "Claim": "registry",
@@ -124,7 +124,6 @@ __all__ = [
     "pick_finish",
     "protobuf",
     "read_jsonl",
-    "redact",
     "redact_text",
     "step_notes",
     "walk_dirs",
@@ -190,7 +189,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.yamlsafe import load_yaml_plain
-    from .redact import REDACTED, redact, redact_text
+    from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, ProjectClaim
     from .render.formats import ReporterSpec
     from .resolve import load_run, load_runs, open_source

@@ -47,6 +47,7 @@ __all__ = [
     "isolated_plugins",
     "memory_run",
     "memory_source",
+    "redacted",
     "registered_plugin",
     "run_cli",
     "sniff_path",
@@ -71,6 +72,15 @@ def hash_tree(path: str | os.PathLike[str]) -> dict[str, str]:
             for name in dirs:
                 out.setdefault(os.path.relpath(os.path.join(d, name), path) + "/", "dir")
     return out
+
+
+# -- expectations --------------------------------------------------------------------------------
+def redacted(value: Any) -> Any:
+    """`value` as rundiff lets it out (secret-named entries and embedded secrets replaced): what a
+    contract fixture expects back for a config it wrote with secrets in it."""
+    from .redact import redact
+
+    return redact(value)
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from rundiff_core import (
     load_runs,
     make_history,
     open_source,
-    redact,
 )
 from rundiff_core.testing import (
     AdapterContract,
@@ -39,6 +38,7 @@ from rundiff_core.testing import (
     collect_claims,
     get_plugins,
     hash_tree,
+    redacted,
     run_cli,
     sniff_path,
 )
@@ -95,7 +95,7 @@ class TestLightningCSVContract(AdapterContract):
             path=str(run_dir),
             address=f"lightning:{run_dir}",
             history=csv_history(run_dir / "metrics.csv"),
-            config=redact(yaml_without_tags(run_dir / "hparams.yaml")),
+            config=redacted(yaml_without_tags(run_dir / "hparams.yaml")),
             run_id=run_dir.name,
             check_wall_time=True,  # CSVLogger keeps no time: every wall_time must be NaN
         )
