@@ -1,6 +1,8 @@
 """rundiff's core: the data model, the RunSource protocol, plugin hooks and the engines.
 
-Adapter authors need only what is exported here (see docs/plugins/). Exports load lazily (PEP 562),
+Adapter authors need only what is exported here (see docs/plugins/): adapters and contrib packages
+import `rundiff_core` and `rundiff_core.testing`, nothing deeper (an import-linter contract in
+pyproject.toml checks it). Exports load lazily (PEP 562),
 so `import rundiff_core` — and every plugin module that imports from it — costs no pandas, numpy or
 pyarrow until a name that needs them is used: `rundiff --help` stays fast.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# name -> submodule that defines it
+# name -> submodule that defines it (never a submodule's own name: importing that submodule would
+# set the package attribute to the module, shadowing the export — hence no `redact` here)
 _EXPORTS: dict[str, str] = {
     "Address": "address",
     "parse_address": "address",
@@ -34,24 +37,59 @@ _EXPORTS: dict[str, str] = {
     "flatten": "model",
     "history_frame": "model",
     "make_history": "model",
+    "REDACTED": "redact",
+    "redact_text": "redact",
     "AdapterSpec": "registry",
     "Claim": "registry",
     "OptionSpec": "registry",
     "ProjectClaim": "registry",
     "ReporterSpec": "render.formats",
+    "load_run": "resolve",
+    "load_runs": "resolve",
+    "open_source": "resolve",
     "BaseSource": "source",
     "RunSource": "source",
+    "SNIFF_DEPTH": "walk",
+    "SNIFF_ENTRIES": "walk",
+    "Folder": "walk",
+    "Walk": "walk",
+    "walk_dirs": "walk",
+    # readers' helpers: tolerant YAML, JSONL, step notes
+    "load_yaml_plain": "parsing.yamlsafe",
+    "JsonlResult": "parsing.jsonl",
+    "read_jsonl": "parsing.jsonl",
+    "step_notes": "parsing.fidelity",
+    # what a trajectory importer fills
+    "TaskRecord": "trajectories.model",
+    "TrajectoryRun": "trajectories.model",
+    "TIMEOUT_RAW": "trajectories.signals",
+    "analyze_messages": "trajectories.signals",
+    "normalize_reason": "trajectories.signals",
+    "parse_tool_schemas": "trajectories.signals",
+    "pick_finish": "trajectories.signals",
+}
+
+# name -> submodule exported whole, as a namespace (`from rundiff_core import protobuf`)
+_MODULES: dict[str, str] = {
+    "fleet_storage": "fleet.storage",  # the fleet dataset's files, for the parquet: adapter
+    "protobuf": "parsing.protobuf",  # the protobuf field scanner of the binary readers
 }
 
 __all__ = [
+    "REDACTED",
+    "SNIFF_DEPTH",
+    "SNIFF_ENTRIES",
+    "TIMEOUT_RAW",
     "AdapterSpec",
     "Address",
     "AddressError",
     "AmbiguousSourceError",
     "BaseSource",
     "Claim",
+    "Folder",
     "HISTORY_COLUMNS",
     "InputError",
+    "JsonlResult",
     "MetricNotFoundError",
     "MissingDependencyError",
     "OptionSpec",
@@ -64,22 +102,43 @@ __all__ = [
     "RunRef",
     "RunSource",
     "RundiffError",
+    "TaskRecord",
+    "TrajectoryRun",
     "UnrecognizedSourceError",
     "UsageError",
+    "Walk",
     "__version__",
+    "analyze_messages",
     "empty_history",
     "filter_keys",
     "flatten",
+    "fleet_storage",
     "history_frame",
     "hookimpl",
+    "load_run",
+    "load_runs",
+    "load_yaml_plain",
     "make_history",
+    "normalize_reason",
+    "open_source",
     "parse_address",
+    "parse_tool_schemas",
+    "pick_finish",
+    "protobuf",
+    "read_jsonl",
+    "redact_text",
+    "step_notes",
+    "walk_dirs",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        if name in _MODULES:
+            value = importlib.import_module(f"{__name__}.{_MODULES[name]}")
+            globals()[name] = value
+            return value
         if name == "__version__":
             return _version()
         raise AttributeError(f"module 'rundiff_core' has no attribute {name!r}")
@@ -115,6 +174,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         UnrecognizedSourceError,
         UsageError,
     )
+    from .fleet import storage as fleet_storage
     from .hookspecs import hookimpl
     from .model import (
         HISTORY_COLUMNS,
@@ -127,6 +187,21 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         history_frame,
         make_history,
     )
+    from .parsing import protobuf
+    from .parsing.fidelity import step_notes
+    from .parsing.jsonl import JsonlResult, read_jsonl
+    from .parsing.yamlsafe import load_yaml_plain
+    from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim
     from .render.formats import ReporterSpec
+    from .resolve import load_run, load_runs, open_source
     from .source import BaseSource, RunSource
+    from .trajectories.model import TaskRecord, TrajectoryRun
+    from .trajectories.signals import (
+        TIMEOUT_RAW,
+        analyze_messages,
+        normalize_reason,
+        parse_tool_schemas,
+        pick_finish,
+    )
+    from .walk import SNIFF_DEPTH, SNIFF_ENTRIES, Folder, Walk, walk_dirs

@@ -237,6 +237,19 @@ class Run:
         if text not in self.fidelity:
             self.fidelity.append(text)
 
+    def defer_summary(self, loader: Callable[[], dict[str, Any]]) -> None:
+        """Compute `summary` on first read: folding it may cost as much as reading the history
+        (wandb writes a summary record beside nearly every row), and `diff`/`ls` never read it."""
+        self.__dict__["_summary_loader"] = loader
+
+    def map_summary(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Replace the summary by `fn(summary)` — now, or when a deferred summary is computed."""
+        pending = self.__dict__.pop("_summary_loader", None)
+        if pending is None:
+            self.summary = fn(self.summary)
+        else:
+            self.defer_summary(lambda: fn(pending()))
+
     def events_of(self, kind: str) -> list[RunEvent]:
         return [e for e in self.events if e.kind == kind]
 
@@ -261,3 +274,21 @@ class Run:
             "fidelity": list(self.fidelity),
             "meta": self.meta,
         }
+
+
+def _get_summary(run: Run) -> dict[str, Any]:
+    loader = run.__dict__.pop("_summary_loader", None)
+    if loader is not None:
+        run.__dict__["_summary"] = loader()
+    return run.__dict__.setdefault("_summary", {})
+
+
+def _set_summary(run: Run, value: dict[str, Any]) -> None:
+    run.__dict__.pop("_summary_loader", None)
+    run.__dict__["_summary"] = value
+
+
+# A property set after the dataclass is built, so `summary` stays an ordinary field for __init__,
+# fields() and to_record() while `defer_summary` can postpone it.
+Run.summary = property(_get_summary, _set_summary, doc="Final values, redacted; may be computed on "  # type: ignore[assignment]
+                       "first read (see defer_summary).")

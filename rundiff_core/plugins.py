@@ -393,7 +393,7 @@ def _check_hook_names(plugin: object, name: str) -> str | None:
             if hook not in marked:
                 return (
                     f"plugin '{name}' defines {hook} without @hookimpl, so rundiff would never "
-                    f"call it; fix: decorate it with @hookimpl (from rundiff_core.hookspecs)"
+                    f"call it; fix: decorate it with @hookimpl (from rundiff_core)"
                 )
             continue
         guess = difflib.get_close_matches(hook, HOOK_NAMES, n=1)

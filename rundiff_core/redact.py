@@ -2,14 +2,28 @@
 
 A value is a secret when its (flattened) key name matches a secret pattern, or when it is a URL
 carrying a password. Plugins add patterns through `rundiff_secret_patterns`.
+
+Redaction happens once, where a Run leaves its source: `open_source` hands out every source
+behind a `RedactedSource`, so no adapter can forget it (adapters never call `redact`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .errors import RundiffError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .address import Address
+    from .model import Run, RunRef
+    from .source import RunSource
 
 REDACTED = "***REDACTED***"
 
@@ -35,11 +49,12 @@ _INLINE_SECRET = re.compile(
     r"(?P<sep>\s*[=:]\s*)(?P<val>[^\s,;'\"]+)"
 )
 # Key shapes that are secrets wherever they appear: OpenAI/Anthropic, GitHub, Slack, AWS, Google,
-# Hugging Face keys and JWTs.
+# Hugging Face keys, JWTs and Neptune API tokens (base64 JSON, `eyJ…`).
 _TOKEN_SHAPES = re.compile(
     r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
     r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,}|hf_[A-Za-z0-9]{20,}"
-    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+)"
+    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+"
+    r"|eyJ[A-Za-z0-9+/=_\-]{36,}(?:\.[A-Za-z0-9+/=_\-]+)*)"
 )
 # "password": "x" and 'api_key'='x' inside JSON or code.
 _QUOTED_SECRET = re.compile(
@@ -96,7 +111,10 @@ def _scrub(text: str) -> str:
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """A deep copy of `value` with secret-named entries and embedded secrets replaced."""
+    """A deep copy of `value` with secret-named entries and embedded secrets replaced.
+
+    In a list of strings (a command line), the value after a secret-named flag is hidden too:
+    `--api-key VALUE` (`--api-key=VALUE` is caught as text)."""
     if key and is_secret_key(key) and value not in (None, "", {}, []):
         if isinstance(value, Mapping):
             return {k: redact(v, f"{key}.{k}") for k, v in value.items()}
@@ -104,7 +122,126 @@ def redact(value: Any, key: str = "") -> Any:
     if isinstance(value, Mapping):
         return {k: redact(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(redact(v, key) for v in value)
+        out = [redact(v, key) for v in value]
+        for i in range(1, len(out)):
+            flag = value[i - 1]
+            if isinstance(flag, str) and flag.startswith("-") and _SECRET_FLAG.match(flag):
+                out[i] = REDACTED
+        return type(value)(out)
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+_SECRET_FLAG = re.compile(r"(?i)^--?[\w.-]*(api[_-]?key|token|secret|passw(or)?d)[\w.-]*$")
+
+
+# -- where a Run leaves its source ------------------------------------------------------------------
+def redact_run(run: Run) -> Run:
+    """Redact everything a Run carries besides its identity, in place, once.
+
+    Config, summary (also one computed later), env, meta, event payloads and fidelity notes —
+    including notes that arrive with the history — plus the message and hint of any RundiffError
+    its history loader raises. Address, name and run id are identity: they are left as given.
+    """
+    if run.__dict__.get("_redacted"):
+        return run
+    run.__dict__["_redacted"] = True
+    run.config = redact(run.config)
+    run.env = redact(run.env)
+    run.meta = redact(run.meta)
+    run.fidelity = [redact_text(str(n)) for n in run.fidelity]
+    run.events = [e if not e.payload else replace(e, payload=redact(dict(e.payload)))
+                  for e in run.events]
+
+    def summary(value: dict[str, Any]) -> dict[str, Any]:
+        run.fidelity[:] = [redact_text(n) for n in run.fidelity]  # a fold may have added notes
+        return redact(value)
+
+    run.map_summary(summary)
+    if run.loader is not None:
+        run.loader = _redacting_loader(run.loader)
+    return run
+
+
+def _redacting_loader(loader: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def load(keys: Any) -> Any:
+        with redacted_errors():
+            frame = loader(keys)
+        notes = frame.attrs.get("fidelity")
+        if notes:
+            frame.attrs["fidelity"] = [redact_text(str(n)) for n in notes]
+        return frame
+
+    return load
+
+
+@contextlib.contextmanager
+def redacted_errors() -> Iterator[None]:
+    """Scrub the message and hint of a RundiffError raised inside (an address or a server's
+    reply quoted in an error can carry a token), then let it propagate."""
+    try:
+        yield
+    except RundiffError as exc:
+        exc.message = redact_text(exc.message)
+        exc.hint = None if exc.hint is None else redact_text(exc.hint)
+        exc.args = (exc.message, *exc.args[1:])
+        raise
+
+
+class RedactedSource:
+    """The RunSource every caller gets from `open_source`: the adapter's source, with each Run it
+    lets out redacted (`redact_run`) and its errors scrubbed. Adapters never redact themselves.
+
+    Everything else — `thread_safe`, `seed_siblings`, an adapter's own methods — is the
+    wrapped source's, unchanged.
+    """
+
+    def __init__(self, source: RunSource) -> None:
+        self.__dict__["inner"] = source
+
+    @property
+    def address(self) -> Address:
+        return self.inner.address
+
+    def list_runs(self) -> list[RunRef]:
+        with redacted_errors():
+            return self.inner.list_runs()
+
+    def load_run(self, ref: RunRef) -> Run:
+        with redacted_errors():
+            return redact_run(self.inner.load_run(ref))
+
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        return _redacting_loader(lambda k: self.inner.load_history(ref, k))(keys)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.__dict__["inner"], name)
+        if not callable(value) or isinstance(value, type) or name.startswith("_"):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:  # an adapter's own method: errors scrubbed too
+            with redacted_errors():
+                return value(*args, **kwargs)
+
+        return call
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.inner, name, value)
+
+    def __enter__(self) -> RedactedSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RedactedSource({self.inner!r})"
+
+
+def redacted_source(source: RunSource) -> RunSource:
+    """`source` behind a RedactedSource (once: an already wrapped source is returned as is)."""
+    return source if isinstance(source, RedactedSource) else RedactedSource(source)

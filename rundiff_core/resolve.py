@@ -10,12 +10,16 @@ from .detect import detect_project, sniff_path
 from .errors import AddressError, InputError, UsageError
 from .model import Run
 from .plugins import Plugins, get_plugins
+from .redact import redacted_errors, redacted_source
 from .registry import AdapterSpec
 from .source import RunSource
 
 
 def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
-    """Open the source an address names: registered scheme first, then hooks, then sniffing."""
+    """Open the source an address names: registered scheme first, then hooks, then sniffing.
+
+    The source comes back behind `RedactedSource`: every Run it lets out is redacted here, once,
+    whichever adapter read it."""
     plugins = plugins or get_plugins()
     address = parse_address(raw)
     spec: AdapterSpec | None = None
@@ -41,7 +45,8 @@ def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
         locator = winner.claim.locator or address.locator
         address = Address(f"{spec.schemes[0]}:{locator}", spec.schemes[0], locator)
     source_cls = spec.load_source_class()
-    return source_cls(address)
+    with redacted_errors():
+        return redacted_source(source_cls(address))
 
 
 def load_runs(raw: str, plugins: Plugins | None = None) -> list[Run]:

@@ -6,6 +6,8 @@
   steps and times), config/summary round-trips, read-only access, truncated and corrupt input and
   unknown run ids. One bar for every adapter. Guide: docs/plugins/testing.md.
 - `isolated_plugins` fixture and `registered_plugin(...)` context manager.
+- `run_cli(argv)` (the `rundiff` command in-process), `sniff_path` / `collect_claims` (who claims
+  a path) and `get_plugins()` (what loaded), so a plugin's tests need no deeper core import.
 - `InMemorySource` / `memory_run(...)` to test engines and reporters without files, and
   `memory_source(runs)` to reach them by address (`memory:NAME`) through the normal resolver.
 """
@@ -26,6 +28,7 @@ import pandas as pd
 import pytest
 
 from .address import Address
+from .detect import collect_claims, sniff_path
 from .errors import RundiffError, RunNotFoundError
 from .hookspecs import hookimpl
 from .model import Run, RunRef, empty_history, filter_keys, flatten, make_history
@@ -38,11 +41,16 @@ __all__ = [
     "InMemorySource",
     "WrittenRun",
     "assert_history_equal",
+    "collect_claims",
+    "get_plugins",
     "hash_tree",
     "isolated_plugins",
     "memory_run",
     "memory_source",
+    "redacted",
     "registered_plugin",
+    "run_cli",
+    "sniff_path",
 ]
 
 
@@ -64,6 +72,24 @@ def hash_tree(path: str | os.PathLike[str]) -> dict[str, str]:
             for name in dirs:
                 out.setdefault(os.path.relpath(os.path.join(d, name), path) + "/", "dir")
     return out
+
+
+# -- expectations --------------------------------------------------------------------------------
+def redacted(value: Any) -> Any:
+    """`value` as rundiff lets it out (secret-named entries and embedded secrets replaced): what a
+    contract fixture expects back for a config it wrote with secrets in it."""
+    from .redact import redact
+
+    return redact(value)
+
+
+# -- the command line ---------------------------------------------------------------------------
+def run_cli(argv: Sequence[str]) -> int:
+    """Run `rundiff ARGV…` in this process (output to sys.stdout/stderr, e.g. pytest's capsys);
+    returns the exit code."""
+    from .cli import main
+
+    return main(list(argv))
 
 
 # -- plugins ------------------------------------------------------------------------------------

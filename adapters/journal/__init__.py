@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, hookimpl, walk_dirs
 
 MARKERS = ("metrics.jsonl", "events.jsonl", "final.json")
 NAME = "journal"
@@ -16,20 +15,16 @@ def is_run_dir(path: str) -> bool:
     return os.path.isdir(path) and any(os.path.isfile(os.path.join(path, m)) for m in MARKERS)
 
 
-def find_run_dirs(path: str, depth: int = 2) -> list[str]:
-    """Journal run directories at or below `path` (to `depth` levels), sorted."""
+def find_run_dirs(path: str, depth: int = 2, max_entries: int | None = None) -> list[str]:
+    """Journal run directories at or below `path` (to `depth` levels), sorted; sniffing also
+    caps the entries listed."""
     if is_run_dir(path):
         return [path]
-    if depth == 0 or not os.path.isdir(path):
-        return []
     found: list[str] = []
-    try:
-        children = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError:
-        return []
-    for entry in children:
-        if entry.is_dir() and not entry.name.startswith("."):
-            found.extend(find_run_dirs(entry.path, depth - 1))
+    for folder in walk_dirs(path, max_depth=depth, max_entries=max_entries):
+        if folder.depth and is_run_dir(folder.path):
+            found.append(folder.path)
+            folder.dirs.clear()  # a run's insides are the reader's business
     return found
 
 
@@ -53,7 +48,7 @@ def rundiff_sniff_path(path):
         return Claim(NAME, f"run directory with {', '.join(present)}")
     if os.path.isfile(path) and os.path.basename(path) == "metrics.jsonl":
         return Claim(NAME, "a journal metrics.jsonl file", locator=os.path.dirname(path) or ".")
-    runs = find_run_dirs(path)
+    runs = find_run_dirs(path, max_entries=SNIFF_ENTRIES)
     if runs:
         return Claim(NAME, f"directory holding {len(runs)} journal run(s)")
     return None
@@ -63,7 +58,7 @@ def rundiff_sniff_path(path):
 def rundiff_detect_project(cwd, environ):
     for folder in ("runs", "."):
         root = os.path.join(cwd, folder)
-        runs = find_run_dirs(root, depth=3)
+        runs = find_run_dirs(root, depth=3, max_entries=SNIFF_ENTRIES)
         if runs:
             return ProjectClaim(
                 NAME, f"{folder}/ holds {len(runs)} journal run(s)", address=f"journal:{root}"

@@ -12,10 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rundiff_core.model import RunEvent, empty_history
-from rundiff_core.parsing.fidelity import step_notes
-from rundiff_core.parsing.jsonl import read_jsonl
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core import RunEvent, empty_history, load_yaml_plain, read_jsonl, step_notes
 
 STEP_FIELDS = ("step", "_step", "global_step", "iteration", "iter")
 TIME_FIELDS = ("time", "wall_time", "timestamp", "_timestamp", "ts")

@@ -7,11 +7,16 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef, empty_history, filter_keys
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    Run,
+    RunNotFoundError,
+    RunRef,
+    empty_history,
+    filter_keys,
+)
 
 from . import find_run_dirs, is_run_dir
 from .reader import read_env, read_events, read_json_object, read_metrics, read_text, read_yaml
@@ -83,12 +88,12 @@ class JournalSource(BaseSource):
             name=configured_name if isinstance(configured_name, str) else (ref.name or path),
             run_id=ref.run_id,
             adapter="journal",
-            config=redact(config),
-            summary=redact(final or {}),
+            config=config,
+            summary=final or {},
             status=status,
             seed=seed,
             git_sha=read_text(os.path.join(path, "git_sha.txt")) or None,
-            env=redact(read_env(os.path.join(path, "env.txt"))),
+            env=read_env(os.path.join(path, "env.txt")),
             events=events,
             fidelity=notes,
             meta={"path": path},

@@ -14,13 +14,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef, empty_history, filter_keys, flatten
-from rundiff_core.parsing.fidelity import step_notes
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    Run,
+    RunNotFoundError,
+    RunRef,
+    empty_history,
+    filter_keys,
+    flatten,
+    load_yaml_plain,
+    step_notes,
+)
 
 from . import find_files
 
@@ -108,8 +114,8 @@ class LocalSource(BaseSource):
             name=ref.name or folder,
             run_id=ref.run_id,
             adapter="local",
-            config=redact(config),
-            summary=redact(summary),
+            config=config,
+            summary=summary,
             status="unknown",
             seed=_seed(config),
             fidelity=notes,

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import OptionSpec
-from rundiff_core.address import Address
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import (
+    AdapterSpec,
+    Address,
+    Claim,
+    OptionSpec,
+    ProjectClaim,
+    RundiffError,
+    hookimpl,
+)
 
 from .layout import DEFAULT_DB, DEFAULT_DIR, find_store, is_file_store, is_mlflow_sqlite
 
@@ -49,8 +54,6 @@ def rundiff_sniff_path(path):
 def rundiff_parse_address(raw):
     # `sqlite:///mlflow.db` given bare: ours when the file is an MLflow database
     if raw.lower().startswith("sqlite:"):
-        from rundiff_core.errors import RundiffError
-
         from .address import sqlite_path
 
         try:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-from rundiff_core.errors import AddressError, InputError
-from rundiff_core.redact import redact_text
+from rundiff_core import AddressError, InputError, redact_text
 
 from .layout import DEFAULT_DB, DEFAULT_DIR, find_store, is_file_store, is_mlflow_sqlite
 

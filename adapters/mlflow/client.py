@@ -16,9 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.errors import InputError, MissingDependencyError, RundiffError
-from rundiff_core.model import empty_history, make_history
-from rundiff_core.redact import redact_text
+from rundiff_core import (
+    InputError,
+    MissingDependencyError,
+    RundiffError,
+    empty_history,
+    make_history,
+)
 
 from .records import (
     RUN_NAME_TAG,
@@ -74,9 +78,9 @@ class ClientReader:
         except RundiffError:
             raise
         except Exception as exc:  # the client raises MlflowException, requests errors, OSError…
-            text = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             raise InputError(
-                f"MLflow client error{' ' + what if what else ''} on {redact_text(self.uri)}: {text}",
+                f"MLflow client error{' ' + what if what else ''} on {self.uri}: {text}",
                 hint="check the tracking URI and that the server is up; credentials come from "
                 "MLFLOW_TRACKING_USERNAME/PASSWORD or MLFLOW_TRACKING_TOKEN",
             ) from exc

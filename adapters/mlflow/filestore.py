@@ -25,9 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import yaml
 
-from rundiff_core.errors import InputError
-from rundiff_core.model import empty_history, make_history
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core import InputError, empty_history, load_yaml_plain, make_history
 
 from .layout import RESERVED_IN_EXPERIMENT, TRASH
 from .records import (

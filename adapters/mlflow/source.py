@@ -14,11 +14,16 @@ from typing import Any
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import AddressError, RunNotFoundError, UsageError
-from rundiff_core.model import Run, RunEvent, RunRef
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    AddressError,
+    BaseSource,
+    Run,
+    RunEvent,
+    RunNotFoundError,
+    RunRef,
+    UsageError,
+)
 
 from .address import Store, parse_locator
 from .records import (
@@ -187,7 +192,7 @@ class MlflowSource(BaseSource):
         rec = self._record(ref)
         details = self._run_details(rec)
         exp = self.experiments().get(rec.experiment_id)
-        config = redact({k: coerce_param(v) for k, v in details.params.items()})
+        config = {k: coerce_param(v) for k, v in details.params.items()}
         notes = list(rec.notes) + list(details.notes)
         if rec.lifecycle_stage == "deleted":
             notes.append("deleted in MLflow (lifecycle_stage=deleted) but still in the store; "
@@ -206,7 +211,7 @@ class MlflowSource(BaseSource):
             run_id=rec.run_id,
             adapter="mlflow",
             config=config,
-            summary=redact(dict(details.latest)),
+            summary=dict(details.latest),
             status=rundiff_status(rec.status),
             seed=_seed(config),
             git_sha=details.tags.get(GIT_TAG) or None,
@@ -222,9 +227,9 @@ class MlflowSource(BaseSource):
                 "start_time": start,
                 "end_time": end,
                 "user": rec.user_id or details.tags.get(USER_TAG),
-                "artifact_uri": redact(rec.artifact_uri),
-                "params_raw": redact(dict(details.params)),
-                "tags": redact(dict(details.tags)),
+                "artifact_uri": rec.artifact_uri,
+                "params_raw": dict(details.params),
+                "tags": dict(details.tags),
                 "store": self.store.display,
                 "store_kind": self.store.kind,
                 "reader": self.reader.kind,

@@ -17,8 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from rundiff_core.errors import InputError
-from rundiff_core.model import empty_history, make_history
+from rundiff_core import InputError, empty_history, make_history
 
 from .layout import sqlite_ro_uri
 from .records import (

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
 
 from . import layout
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.model import Run, RunEvent, RunRef
-from rundiff_core.redact import REDACTED, redact
+from rundiff_core import Run, RunEvent, RunRef
 
 CONFIG_ROOTS = ("parameters", "params", "config", "configs", "hyperparameters", "hparams", "args")
 SYSTEM_ROOTS = ("sys", "monitoring", "source_code", "runtime")
@@ -35,7 +33,6 @@ SEED_KEYS = ("seed", "random_seed")
 GIT_SHA_PATHS = ("source_code/git/commit/commit_id", "source_code/git/commit_id", "sys/git/commit_id")
 
 # Neptune API tokens are base64 JSON (`{"api_address": …, "api_key": …}`); JWTs look the same.
-_TOKEN_VALUE = re.compile(r"eyJ[A-Za-z0-9+/=_-]{36,}(?:\.[A-Za-z0-9+/=_-]+)*")
 
 
 @dataclass
@@ -85,22 +82,6 @@ def ms_to_iso(ms: float | int | None) -> str | None:
     if ms is None or (isinstance(ms, float) and math.isnan(ms)):
         return None
     return dt.datetime.fromtimestamp(ms / 1000.0, tz=dt.UTC).isoformat()
-
-
-def scrub_tokens(value: Any) -> Any:
-    """Replace anything shaped like a Neptune API token (or a JWT) in strings, at any depth."""
-    if isinstance(value, str):
-        return _TOKEN_VALUE.sub(REDACTED, value)
-    if isinstance(value, Mapping):
-        return {k: scrub_tokens(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(scrub_tokens(v) for v in value)
-    return value
-
-
-def safe(value: Any) -> Any:
-    """Secret-named keys redacted, token-shaped values scrubbed: apply to all we return."""
-    return scrub_tokens(redact(value))
 
 
 def split_atoms(atoms: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any],
@@ -222,13 +203,13 @@ def build_run(data: RunData, ref: RunRef) -> Run:
         name=str(name),
         run_id=data.run_id,
         adapter="neptune",
-        config=safe(config),
-        summary=safe(summary),
+        config=config,
+        summary=summary,
         status=status_of(sysd, data.finished_hint),
         seed=seed_of(config),
         git_sha=str(git_sha) if git_sha else None,
-        env=safe(env),
+        env=env,
         events=events,
         fidelity=list(dict.fromkeys(data.notes + notes)),
-        meta=safe(meta),
+        meta=meta,
     )

@@ -27,8 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rundiff_core.errors import InputError
-from rundiff_core.model import empty_history
+from rundiff_core import InputError, empty_history
 
 from .attributes import RunData
 from .layout import ExportGroup

@@ -15,6 +15,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rundiff_core import walk_dirs
+
 PART_RE = re.compile(r"^(?P<prefix>.+)_part_(?P<n>\d+)\.parquet$")
 DATA_LOG_RE = re.compile(r"^data-(?P<v>\d+)\.log$")
 SCALE_DB = "run_operations.sqlite3"
@@ -193,7 +195,8 @@ def _is_export_dir(path: str, strict: bool) -> bool:
 
 def find(path: str, depth: int = 4, budget: int | None = None, *, enter_dot_neptune: bool = True,
          strict: bool = True) -> Found:
-    """Every Neptune run container at or below `path` (to `depth` folder levels).
+    """Every Neptune run container at or below `path` (to `depth` folder levels, listing at most
+    `budget` directory entries).
 
     `strict` (sniffing) claims exporter Parquet only on a readable footer with its columns.
 
@@ -201,46 +204,40 @@ def find(path: str, depth: int = 4, budget: int | None = None, *, enter_dot_nept
     folder inside (project detection reports that one); other hidden folders are never entered.
     """
     found = Found()
-    left = [budget if budget is not None else 1 << 60]
-    _walk(os.path.abspath(path), depth, found, left, enter_dot_neptune, strict)
-    return found
-
-
-def _walk(path: str, depth: int, found: Found, left: list[int], dot_neptune: bool, strict: bool) -> None:
+    path = os.path.abspath(path)
     if os.path.isfile(path):
         name = os.path.basename(path)
         if is_scale_db(path):
             found.scale.append(path)
         elif DATA_LOG_RE.match(name) or name in LEGACY_MARKERS:
-            _walk(os.path.dirname(path), 0, found, left, dot_neptune, strict)
+            return find(os.path.dirname(path), 0, budget, strict=strict)
         elif name.endswith(".parquet") and (has_export_schema(path) or (
                 not strict and PART_RE.match(name) and export_schema(path) is None)):
             found.exports.append(group_of_file(path))
-        return
-    if not os.path.isdir(path):
-        return
-    entries = _entries(path)
-    left[0] -= len(entries)
-    names = {e.name for e in entries}
+        return found
+    for folder in walk_dirs(path, max_depth=depth, max_entries=budget, hidden=True):
+        folder.dirs[:] = [e for e in folder.dirs if not e.name.startswith(".")
+                          or (enter_dot_neptune and e.name == ".neptune")]
+        if _container(folder.path, folder.names, found, strict):
+            folder.dirs.clear()  # a run container's insides are the reader's business
+    return found
+
+
+def _container(path: str, names: set[str], found: Found, strict: bool) -> bool:
+    """Record the run container `path` is, if any; True when it is one."""
     if SCALE_DB in names and is_scale_db(os.path.join(path, SCALE_DB)):
         found.scale.append(os.path.join(path, SCALE_DB))
-        return
+        return True
     if _looks_legacy(path, names):
         if legacy_container_type(path) == "run":
             found.legacy.append(path)
         else:
             found.skipped.append(path)
-        return
+        return True
     if any(PART_RE.match(n) for n in names) and _is_export_dir(path, strict):
         found.exports.extend(export_groups(path))
-        return
-    if depth <= 0:
-        return
-    for entry in entries:
-        if left[0] <= 0:
-            return
-        if entry.is_dir() and (not entry.name.startswith(".") or (dot_neptune and entry.name == ".neptune")):
-            _walk(entry.path, depth - 1, found, left, dot_neptune, strict)
+        return True
+    return False
 
 
 def looks_like_neptune_folder(path: str) -> bool:

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.errors import InputError
-from rundiff_core.model import empty_history
+from rundiff_core import InputError, empty_history
 
 from .attributes import RunData, backward_steps, ms_to_iso
 from .layout import DATA_LOG_RE

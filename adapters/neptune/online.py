@@ -12,7 +12,7 @@ import importlib.util
 import os
 import re
 
-from rundiff_core.errors import InputError, MissingDependencyError, RundiffError, UsageError
+from rundiff_core import InputError, MissingDependencyError, RundiffError, UsageError
 
 ONLINE_FORM = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
 LOCAL_HINT = (

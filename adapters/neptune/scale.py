@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.errors import InputError, MissingDependencyError
-from rundiff_core.model import RunEvent, empty_history
+from rundiff_core import InputError, MissingDependencyError, RunEvent, empty_history
 
 from .attributes import RunData, backward_steps
 

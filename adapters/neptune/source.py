@@ -15,10 +15,15 @@ from typing import Any
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef, filter_keys
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    Run,
+    RunNotFoundError,
+    RunRef,
+    filter_keys,
+)
 
 from . import exporter, layout, legacy, scale
 from .attributes import RunData, build_run

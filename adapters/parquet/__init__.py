@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim
+from rundiff_core import AdapterSpec, Claim, hookimpl
 
 NAME = "parquet"
 MANIFEST = "_rundiff_fleet.json"  # rundiff_core.fleet.schema.MANIFEST (not imported: keep hooks light)

@@ -28,20 +28,25 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rundiff_core.address import Address
-from rundiff_core.errors import AddressError, InputError, RunNotFoundError
-from rundiff_core.fleet import layout
-from rundiff_core.fleet import pack as packing
-from rundiff_core.fleet.schema import RUNS_SCHEMA, from_json
-from rundiff_core.model import Run, RunEvent, RunRef, empty_history, history_frame
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    AddressError,
+    BaseSource,
+    InputError,
+    Run,
+    RunEvent,
+    RunNotFoundError,
+    RunRef,
+    empty_history,
+    fleet_storage,
+    history_frame,
+)
 
 FILTER_FIELDS = ("run_uid", "name", "source", "project", "status", "run_id", "input", "address",
                  "seed_group")
 MIN_PREFIX = 4
 PACK_BATCH = 32  # runs of a multi-run address read from the pack in one call (~5 MB)
-_BASE_COLUMNS = [f.name for f in RUNS_SCHEMA]
+_BASE_COLUMNS = [f.name for f in fleet_storage.RUNS_SCHEMA]
 
 # runs-table path → ((mtime_ns, size), rows by uid, uids in order)
 _CACHE: dict[str, tuple[tuple[int, int], dict[str, dict[str, Any]], list[str]]] = {}
@@ -49,7 +54,7 @@ _CACHE: dict[str, tuple[tuple[int, int], dict[str, dict[str, Any]], list[str]]] 
 
 def _runs_index(root: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The runs table as {run_uid: row}, re-read only when the file changed."""
-    path = layout.runs_file(root)
+    path = fleet_storage.runs_file(root)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -58,7 +63,7 @@ def _runs_index(root: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == stamp:
         return hit[1], hit[2]
-    table = layout.read_table(path, columns=_BASE_COLUMNS)
+    table = fleet_storage.read_table(path, columns=_BASE_COLUMNS)
     rows = table.to_pylist()
     by_uid = {r["run_uid"]: r for r in rows}
     order = sorted(by_uid, key=lambda u: (str(by_uid[u].get("name") or ""), u))
@@ -74,16 +79,16 @@ _MANIFESTS: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
 def _manifest(root: str, given: str) -> dict[str, Any]:
     """The checked manifest, re-read only when the file changed (one stat per open)."""
     try:
-        st = os.stat(layout.manifest_path(root))
+        st = os.stat(fleet_storage.manifest_path(root))
     except OSError:
         if not os.path.isdir(root):
             raise InputError(f"no such fleet dataset: {given}",
                              hint="create one with `rundiff export SRC… -o DATASET/`") from None
-        return layout.read_manifest(root)  # raises the typed "not a dataset" error
+        return fleet_storage.read_manifest(root)  # raises the typed "not a dataset" error
     stamp = (st.st_mtime_ns, st.st_size)
     hit = _MANIFESTS.get(root)
     if hit is None or hit[0] != stamp:
-        hit = (stamp, layout.read_manifest(root))
+        hit = (stamp, fleet_storage.read_manifest(root))
         _MANIFESTS[root] = hit
     return hit[1]
 
@@ -194,12 +199,12 @@ class ParquetSource(BaseSource):
             events = [
                 RunEvent(kind=str(e.get("kind")), step=e.get("step"), time=e.get("time"),
                          payload=e.get("payload") or {})
-                for e in from_json(row.get("events_json"), []) or []
+                for e in fleet_storage.from_json(row.get("events_json"), []) or []
             ]
-            config = from_json(row.get("config_json"), {})
-            summary = from_json(row.get("summary_json"), {})
-            env = from_json(row.get("env_json"), {})
-            origin_meta = from_json(row.get("meta_json"), {})
+            config = fleet_storage.from_json(row.get("config_json"), {})
+            summary = fleet_storage.from_json(row.get("summary_json"), {})
+            env = fleet_storage.from_json(row.get("env_json"), {})
+            origin_meta = fleet_storage.from_json(row.get("meta_json"), {})
         except ValueError as exc:
             raise InputError(f"run {uid} in {self.root} has unreadable JSON metadata ({exc})",
                              hint="re-export it: `rundiff export … --full`") from None
@@ -209,18 +214,18 @@ class ParquetSource(BaseSource):
             name=row.get("name") or uid,
             run_id=row.get("run_id") or uid,  # the original tracker's id, as reports show it
             adapter="parquet",
-            config=redact(config if isinstance(config, dict) else {"value": config}),
-            summary=redact(summary if isinstance(summary, dict) else {"value": summary}),
+            config=config if isinstance(config, dict) else {"value": config},
+            summary=summary if isinstance(summary, dict) else {"value": summary},
             status=row.get("status") or "unknown",
             seed=row.get("seed"),
             git_sha=row.get("git_sha"),
-            env=redact(env if isinstance(env, dict) else {}),
+            env=env if isinstance(env, dict) else {},
             events=events,
             fidelity=list(row.get("fidelity") or []),
             meta={
                 "dataset": self.root,
                 "run_uid": uid,
-                "path": layout.points_file(self.root, row.get("source") or "", uid),
+                "path": fleet_storage.points_file(self.root, row.get("source") or "", uid),
                 "project": row.get("project"),
                 "origin_address": row.get("address"),
                 "origin_adapter": row.get("source"),
@@ -262,7 +267,7 @@ class ParquetSource(BaseSource):
         if table is not None:
             return table
         if self._pack is False:
-            self._pack = packing.open_pack(self.root)
+            self._pack = fleet_storage.open_pack(self.root)
         pack = self._pack
         entry = pack.entry(uid, row.get("n_points"), row.get("content_hash")) if pack else None
         if entry is None:
@@ -291,7 +296,7 @@ class ParquetSource(BaseSource):
     def _partition(self, row: dict[str, Any]) -> Any:
         path = self._points_path(row)
         try:
-            return layout.read_table(path, read_dictionary=["key"])
+            return fleet_storage.read_table(path, read_dictionary=["key"])
         except FileNotFoundError:
             raise InputError(
                 f"run {row['run_uid']} has {row['n_points']} points in the runs table but its "
@@ -300,7 +305,7 @@ class ParquetSource(BaseSource):
             ) from None
 
     def _points_path(self, row: dict[str, Any]) -> str:
-        return layout.points_file(self.root, row.get("source") or "", row["run_uid"])
+        return fleet_storage.points_file(self.root, row.get("source") or "", row["run_uid"])
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """Runs of this dataset that the original adapter called seeds of the same arm."""

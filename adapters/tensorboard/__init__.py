@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl, walk_dirs
 
 NAME = "tensorboard"
 SNIFF_DEPTH = 6  # runs/<exp>/<run>/events…, lightning_logs/version_0/events…
@@ -29,29 +28,14 @@ def has_event_files(path: str) -> bool:
         return False
 
 
-def find_run_dirs(root: str, depth: int | None = None, budget: list[int] | None = None) -> list[str]:
+def find_run_dirs(root: str, depth: int | None = None, max_entries: int | None = None) -> list[str]:
     """Directories at or below `root` that directly hold event files (sorted, depth-limited).
 
     `depth=None` walks the whole tree (what TensorBoard does); sniffing passes a small depth and
     an entry budget so a huge tree costs little.
     """
-    found: list[str] = []
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return found
-    if budget is not None:
-        budget[0] -= len(entries)
-    if any(is_event_file(e.name) and e.is_file() for e in entries):
-        found.append(root)
-    if depth == 0:
-        return found
-    for e in entries:
-        if budget is not None and budget[0] <= 0:
-            break
-        if e.is_dir(follow_symlinks=False):
-            found.extend(find_run_dirs(e.path, None if depth is None else depth - 1, budget))
-    return found
+    return [f.path for f in walk_dirs(root, max_depth=depth, max_entries=max_entries, hidden=True)
+            if any(is_event_file(e.name) for e in f.files())]
 
 
 @hookimpl
@@ -80,7 +64,7 @@ def rundiff_sniff_path(path):
         return None
     if has_event_files(path):
         return Claim(NAME, "TensorBoard run directory (holds events.out.tfevents.* files)")
-    runs = find_run_dirs(path, depth=SNIFF_DEPTH, budget=[SNIFF_MAX_ENTRIES])
+    runs = find_run_dirs(path, depth=SNIFF_DEPTH, max_entries=SNIFF_MAX_ENTRIES)
     if not runs:
         return None
     rels = [os.path.relpath(r, path) for r in runs]
@@ -99,7 +83,7 @@ def rundiff_detect_project(cwd, environ):
     for folder in PROJECT_DIRS:
         root = os.path.join(cwd, folder)
         if os.path.isdir(root):
-            runs = find_run_dirs(root, depth=SNIFF_DEPTH, budget=[SNIFF_MAX_ENTRIES])
+            runs = find_run_dirs(root, depth=SNIFF_DEPTH, max_entries=SNIFF_MAX_ENTRIES)
             if runs:
                 return ProjectClaim(NAME, f"{folder}/ holds {len(runs)} TensorBoard run(s)",
                                     address=f"tb:{root}")

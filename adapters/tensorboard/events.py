@@ -1,7 +1,7 @@
 """Decode the `Event` protos of one event file into column arrays, without a Python object per point.
 
 Field numbers follow tensorboard's `event.proto`, `summary.proto` and `tensor.proto`. Every event
-file is framed (`tfrecord`), then scanned level by level (`wire.scan`): Event → Summary → Value →
+file is framed (`tfrecord`), then scanned level by level (`pb.scan`): Event → Summary → Value →
 TensorProto / SummaryMetadata. What comes out is one row per `Summary.Value` (its event, tag,
 kind, scalar value when it has one, and the plugin named by its metadata) and one row per event
 (step, wall time, whether it holds a summary, its SessionLog status). The rare parts that carry
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from . import wire
+from rundiff_core import protobuf as pb
+
 from .tfrecord import Framing, frame_records
-from .wire import I32, I64, LEN, VARINT
 
 # Event fields
 EV_WALL_TIME, EV_STEP, EV_FILE_VERSION, EV_GRAPH_DEF, EV_SUMMARY = 1, 2, 3, 4, 5
@@ -54,17 +54,17 @@ _TYPED: dict[int, tuple[int, str, str]] = {
     23: (17, "varint", "<u8"),  # DT_UINT64: uint64_val
 }
 # The layouts real writers emit, decoded in bulk (anything else takes the generic walk)
-EVENT_LAYOUTS = (((1, I64), (2, VARINT), (5, LEN)), ((1, I64), (5, LEN)))
-SUMMARY_LAYOUTS = (((1, LEN),),)
+EVENT_LAYOUTS = (((1, pb.I64), (2, pb.VARINT), (5, pb.LEN)), ((1, pb.I64), (5, pb.LEN)))
+SUMMARY_LAYOUTS = (((1, pb.LEN),),)
 VALUE_LAYOUTS = (
-    ((1, LEN), (2, I32)),  # tag, simple_value
-    ((1, LEN), (8, LEN)),  # tag, tensor (TF2 after a tag's first value)
-    ((1, LEN), (8, LEN), (9, LEN)),  # tag, tensor, metadata
-    ((1, LEN), (2, I32), (9, LEN)),  # tag, simple_value, metadata (display names)
+    ((1, pb.LEN), (2, pb.I32)),  # tag, simple_value
+    ((1, pb.LEN), (8, pb.LEN)),  # tag, tensor (TF2 after a tag's first value)
+    ((1, pb.LEN), (8, pb.LEN), (9, pb.LEN)),  # tag, tensor, metadata
+    ((1, pb.LEN), (2, pb.I32), (9, pb.LEN)),  # tag, simple_value, metadata (display names)
 )
-TENSOR_LAYOUTS = tuple(((1, VARINT), (2, LEN), (f, LEN)) for f in (5, 6, 4, 10, 7, 13, 11, 16, 17))
-METADATA_LAYOUTS = (((1, LEN), (4, VARINT)), ((1, LEN),))
-PLUGIN_DATA_LAYOUTS = (((1, LEN),), ((1, LEN), (2, LEN)))
+TENSOR_LAYOUTS = tuple(((1, pb.VARINT), (2, pb.LEN), (f, pb.LEN)) for f in (5, 6, 4, 10, 7, 13, 11, 16, 17))
+METADATA_LAYOUTS = (((1, pb.LEN), (4, pb.VARINT)), ((1, pb.LEN),))
+PLUGIN_DATA_LAYOUTS = (((1, pb.LEN),), ((1, pb.LEN), (2, pb.LEN)))
 _ITEMSIZE = {"<f4": 4, "<f8": 8, "<i4": 4, "u1": 1, "<i2": 2, "i1": 1, "<i8": 8, "?": 1,
              "bf16": 2, "<u2": 2, "<f2": 2, "<u4": 4, "<u8": 8}
 
@@ -101,7 +101,7 @@ class FileEvents:
     other_records: dict[str, int] = field(default_factory=dict)  # graph, run metadata, …
 
 
-def _first_rows(f: wire.Fields, rows: np.ndarray, n: int) -> np.ndarray:
+def _first_rows(f: pb.Fields, rows: np.ndarray, n: int) -> np.ndarray:
     """Per message: the row of its first field among `rows` (-1 when absent)."""
     out = np.full(n, -1, np.int64)
     if len(rows):
@@ -109,7 +109,7 @@ def _first_rows(f: wire.Fields, rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _last_rows(f: wire.Fields, rows: np.ndarray, n: int) -> np.ndarray:
+def _last_rows(f: pb.Fields, rows: np.ndarray, n: int) -> np.ndarray:
     """Per message: the row of its last field among `rows` (-1 when absent): proto3 'last wins'."""
     out = np.full(n, -1, np.int64)
     if len(rows):
@@ -133,9 +133,9 @@ def decode_file(path: str, data: bytes) -> FileEvents:
         return out
     buf = np.frombuffer(data, dtype=np.uint8)
     n = len(fr.starts)
-    ev, _which, ev_bad, ev_rare = wire.columns(
+    ev, _which, ev_bad, ev_rare = pb.columns(
         buf, fr.starts, fr.starts + fr.lengths,
-        {EV_WALL_TIME: I64, EV_STEP: VARINT, EV_SUMMARY: LEN, EV_SESSION_LOG: LEN}, EVENT_LAYOUTS)
+        {EV_WALL_TIME: pb.I64, EV_STEP: pb.VARINT, EV_SUMMARY: pb.LEN, EV_SESSION_LOG: pb.LEN}, EVENT_LAYOUTS)
     good = ~ev_bad
 
     # nested messages: Summary → Value, SessionLog; a malformed child makes its event unparseable
@@ -143,12 +143,12 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     has_sum = c_sum.present
     sum_ev = np.flatnonzero(has_sum)
     s0 = c_sum.start[sum_ev]
-    v_owner, vs, vl, sm_bad = wire.repeated(buf, s0, s0 + c_sum.length[sum_ev], 1, LEN)
+    v_owner, vs, vl, sm_bad = pb.repeated(buf, s0, s0 + c_sum.length[sum_ev], 1, pb.LEN)
     good[sum_ev[sm_bad]] = False
     val_ev = sum_ev[v_owner]
-    vf, kind, vf_bad, _rare = wire.columns(
+    vf, kind, vf_bad, _rare = pb.columns(
         buf, vs, vs + vl,
-        {V_TAG: LEN, V_SIMPLE: I32, V_NODE_NAME: LEN, V_TENSOR: LEN, V_METADATA: LEN},
+        {V_TAG: pb.LEN, V_SIMPLE: pb.I32, V_NODE_NAME: pb.LEN, V_TENSOR: pb.LEN, V_METADATA: pb.LEN},
         VALUE_LAYOUTS, oneof=(V_SIMPLE, V_OLD_HISTO, V_IMAGE, V_HISTO, V_AUDIO, V_TENSOR))
     good[val_ev[vf_bad]] = False
 
@@ -157,7 +157,7 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     log_ev = np.flatnonzero(c_log.present)
     if len(log_ev):
         ls = c_log.start[log_ev]
-        lf, _w, lf_bad, _r = wire.columns(buf, ls, ls + c_log.length[log_ev], {1: VARINT, 2: LEN})
+        lf, _w, lf_bad, _r = pb.columns(buf, ls, ls + c_log.length[log_ev], {1: pb.VARINT, 2: pb.LEN})
         good[log_ev[lf_bad]] = False
         status[log_ev] = lf[1].value.astype(np.int64)
         for i in np.flatnonzero(lf[2].present).tolist():
@@ -172,7 +172,7 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     c_wall = ev[EV_WALL_TIME]
     wall = np.zeros(n)
     have = c_wall.present
-    wall[have] = wire.read_f64(buf, c_wall.start[have])
+    wall[have] = pb.read_f64(buf, c_wall.start[have])
     step = _signed(ev[EV_STEP].value)  # absent: 0, the proto3 default
     out.step, out.wall_time = step[ev_keep], wall[ev_keep]
     out.has_summary, out.session_status = has_sum[ev_keep], status[ev_keep]
@@ -187,7 +187,7 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     value = np.full(nv, np.nan)
     scalar_ok = np.zeros(nv, bool)
     is_simple = kind == V_SIMPLE
-    value[is_simple] = wire.read_f32(buf, vf[V_SIMPLE].start[is_simple])
+    value[is_simple] = pb.read_f32(buf, vf[V_SIMPLE].start[is_simple])
     scalar_ok[is_simple] = True
     is_tensor = np.flatnonzero(kind == V_TENSOR)
     if len(is_tensor):
@@ -212,7 +212,7 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     def pick(a: np.ndarray) -> np.ndarray:
         return a if all_good else a[kv]
 
-    tag_codes, tag_bytes = wire.factorize_spans(buf, pick(t_start), pick(t_len))
+    tag_codes, tag_bytes = pb.factorize_spans(buf, pick(t_start), pick(t_len))
     out.tags = [b.decode("utf-8", errors="replace") for b in tag_bytes]
     out.v_event = remap[pick(val_ev)]
     out.v_tag = tag_codes
@@ -224,10 +224,10 @@ def decode_file(path: str, data: bytes) -> FileEvents:
     has_plugin = np.flatnonzero(pick(plugin))
     codes = np.full(len(kv), -1, np.int64)
     if len(has_plugin):
-        pc, pb = wire.factorize_spans(buf, pick(plugin_start)[has_plugin],
-                                      pick(plugin_len)[has_plugin])
+        pc, names = pb.factorize_spans(buf, pick(plugin_start)[has_plugin],
+                                       pick(plugin_len)[has_plugin])
         codes[has_plugin] = pc
-        out.plugins = [b.decode("utf-8", errors="replace") for b in pb]
+        out.plugins = [b.decode("utf-8", errors="replace") for b in names]
         if "hparams" in out.plugins:
             hp = out.plugins.index("hparams")
             for i in np.flatnonzero(codes == hp).tolist():
@@ -241,7 +241,7 @@ def decode_file(path: str, data: bytes) -> FileEvents:
 
 
 def _metadata(
-    buf: np.ndarray, c_meta: wire.Column, nv: int
+    buf: np.ndarray, c_meta: pb.Column, nv: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per value: has a plugin name, data_class, plugin-name span, and plugin-content span."""
     has_plugin = np.zeros(nv, bool)
@@ -253,13 +253,13 @@ def _metadata(
     if not len(with_meta):
         return has_plugin, data_class, p_start, p_len, content
     ms = c_meta.start[with_meta]
-    md, _w, _bad, _r = wire.columns(buf, ms, ms + c_meta.length[with_meta], {1: LEN, 4: VARINT},
+    md, _w, _bad, _r = pb.columns(buf, ms, ms + c_meta.length[with_meta], {1: pb.LEN, 4: pb.VARINT},
                                     METADATA_LAYOUTS)
     data_class[with_meta] = md[4].value.astype(np.int64)
     with_pd = np.flatnonzero(md[1].present)
     if len(with_pd):
         ps = md[1].start[with_pd]
-        pdf, _w, _bad, _r = wire.columns(buf, ps, ps + md[1].length[with_pd], {1: LEN, 2: LEN},
+        pdf, _w, _bad, _r = pb.columns(buf, ps, ps + md[1].length[with_pd], {1: pb.LEN, 2: pb.LEN},
                                          PLUGIN_DATA_LAYOUTS)
         named = pdf[1].present
         idx = with_meta[with_pd[named]]
@@ -272,24 +272,24 @@ def _metadata(
 
 
 def _rare_event_fields(
-    out: FileEvents, ev: wire.Fields, buf: np.ndarray, good: np.ndarray, remap: np.ndarray
+    out: FileEvents, ev: pb.Fields, buf: np.ndarray, good: np.ndarray, remap: np.ndarray
 ) -> None:
     """file_version, source writer, and the records rundiff lists but does not load."""
-    for r in ev.select(EV_FILE_VERSION, LEN).tolist():
+    for r in ev.select(EV_FILE_VERSION, pb.LEN).tolist():
         if good[ev.owner[r]]:
             out.file_versions.append(
                 (int(remap[ev.owner[r]]), _text(buf, int(ev.start[r]), int(ev.length[r])))
             )
     for name, fno in (("graph", EV_GRAPH_DEF), ("meta graph", EV_META_GRAPH),
                       ("run metadata", EV_RUN_METADATA), ("log message", EV_LOG_MESSAGE)):
-        rows = ev.select(fno, LEN)
+        rows = ev.select(fno, pb.LEN)
         count = int(good[ev.owner[rows]].sum()) if len(rows) else 0
         if count:
             out.other_records[name] = count
-    rows = ev.select(EV_SOURCE_META, LEN)
+    rows = ev.select(EV_SOURCE_META, pb.LEN)
     if len(rows):
-        sf = wire.scan(buf, ev.start[rows], ev.start[rows] + ev.length[rows])
-        for r in sf.select(1, LEN).tolist():
+        sf = pb.scan(buf, ev.start[rows], ev.start[rows] + ev.length[rows])
+        for r in sf.select(1, pb.LEN).tolist():
             text = _text(buf, int(sf.start[r]), int(sf.length[r]))
             if text not in out.source_writers:
                 out.source_writers.append(text)
@@ -314,7 +314,7 @@ def decode_scalar_tensors(
     for template in TENSOR_LAYOUTS:
         if not len(rest):
             break
-        hit, cols = wire._match(buf, starts[rest], ends[rest], template)
+        hit, cols = pb.match(buf, starts[rest], ends[rest], template)
         field_no = template[2][0]
         dtype = cols[0][2].astype(np.int64)
         hit &= cols[1][1] == 0  # an empty TensorShapeProto: a scalar
@@ -333,11 +333,11 @@ def decode_scalar_tensors(
                 if not sel.any():
                     continue
                 if enc == "f32":
-                    value[rest[sel]] = wire.read_f32(buf, pos[sel])
+                    value[rest[sel]] = pb.read_f32(buf, pos[sel])
                 elif enc == "f64":
-                    value[rest[sel]] = wire.read_f64(buf, pos[sel])
+                    value[rest[sel]] = pb.read_f64(buf, pos[sel])
                 else:  # one packed varint: it must fill the payload exactly
-                    v, width, vok = wire.read_varints(buf, pos[sel], pos[sel] + size[sel])
+                    v, width, vok = pb.read_varints(buf, pos[sel], pos[sel] + size[sel])
                     one = vok & (width == size[sel])
                     idx = np.flatnonzero(sel)
                     sel[idx[~one]] = False
@@ -355,11 +355,11 @@ def decode_scalar_tensors(
 def _element_at(buf: np.ndarray, pos: np.ndarray, npd: str) -> np.ndarray:
     """One tensor_content element per offset, as float64."""
     if npd == "bf16":
-        bits = wire.read_at(buf, pos, "<u2").astype(np.uint32) << np.uint32(16)
+        bits = pb.read_at(buf, pos, "<u2").astype(np.uint32) << np.uint32(16)
         return bits.view(np.float32).astype(np.float64)
     if npd == "?":
-        return (wire.read_at(buf, pos, "u1") != 0).astype(np.float64)
-    return wire.read_at(buf, pos, npd).astype(np.float64)
+        return (pb.read_at(buf, pos, "u1") != 0).astype(np.float64)
+    return pb.read_at(buf, pos, npd).astype(np.float64)
 
 
 def _tensors_walked(
@@ -367,27 +367,27 @@ def _tensors_walked(
 ) -> tuple[np.ndarray, np.ndarray]:
     """decode_scalar_tensors for any layout: the generic walk, field by field."""
     n = len(starts)
-    tf = wire.scan(buf, starts, starts + lengths)
-    r_dtype = _last_rows(tf, tf.select(1, VARINT), n)
+    tf = pb.scan(buf, starts, starts + lengths)
+    r_dtype = _last_rows(tf, tf.select(1, pb.VARINT), n)
     dtype = np.zeros(n, np.int64)
     have = r_dtype >= 0
     dtype[have] = tf.value[r_dtype[have]].astype(np.int64)
     ok = ~tf.bad & np.isin(dtype, list(_TYPED))
 
     # shape: one element
-    r_shape = _last_rows(tf, tf.select(2, LEN), n)
+    r_shape = _last_rows(tf, tf.select(2, pb.LEN), n)
     with_shape = np.flatnonzero(r_shape >= 0)
     if len(with_shape):
         ss = tf.start[r_shape[with_shape]]
-        sf = wire.scan(buf, ss, ss + tf.length[r_shape[with_shape]])
+        sf = pb.scan(buf, ss, ss + tf.length[r_shape[with_shape]])
         ok[with_shape[sf.bad]] = False
-        unknown = sf.select(3, VARINT)
+        unknown = sf.select(3, pb.VARINT)
         ok[with_shape[sf.owner[unknown[sf.value[unknown] != 0]]]] = False
-        dims = sf.select(2, LEN)
+        dims = sf.select(2, pb.LEN)
         if len(dims):
-            df = wire.scan(buf, sf.start[dims], sf.start[dims] + sf.length[dims])
+            df = pb.scan(buf, sf.start[dims], sf.start[dims] + sf.length[dims])
             size = np.zeros(len(dims), np.int64)
-            r_size = _last_rows(df, df.select(1, VARINT), len(dims))
+            r_size = _last_rows(df, df.select(1, pb.VARINT), len(dims))
             hs = r_size >= 0
             size[hs] = _signed(df.value[r_size[hs]])
             not_one = (size != 1) | df.bad
@@ -395,7 +395,7 @@ def _tensors_walked(
 
     value = np.full(n, np.nan)
     # tensor_content: exactly one element's bytes
-    r_content = _last_rows(tf, tf.select(4, LEN), n)
+    r_content = _last_rows(tf, tf.select(4, pb.LEN), n)
     content_len = np.where(r_content >= 0, tf.length[np.maximum(r_content, 0)], 0)
     by_content = ok & (content_len > 0)
     typed_field = np.zeros(n, np.int64)
@@ -419,8 +419,8 @@ def _tensors_walked(
         size_of = np.where(tf.field[rows] == 5, 4, np.where(tf.field[rows] == 6, 8, 0))
         fixed = size_of > 0
         wt = tf.wtype[rows]
-        packed = wt == LEN
-        unpacked = (fixed & (wt == np.where(size_of == 4, I32, I64))) | (~fixed & (wt == VARINT))
+        packed = wt == pb.LEN
+        unpacked = (fixed & (wt == np.where(size_of == 4, pb.I32, pb.I64))) | (~fixed & (wt == pb.VARINT))
         valid = packed | unpacked  # a typed field with a foreign wire type is not an element
         rows, size_of, fixed, packed = rows[valid], size_of[valid], fixed[valid], packed[valid]
         first = _first_rows(tf, rows, n)
@@ -447,10 +447,10 @@ def _count_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return out
 
 
-def _first_element(buf: np.ndarray, tf: wire.Fields, rows: np.ndarray, dtype: np.ndarray) -> np.ndarray:
+def _first_element(buf: np.ndarray, tf: pb.Fields, rows: np.ndarray, dtype: np.ndarray) -> np.ndarray:
     """The first element of each typed-field row, converted per dtype like make_ndarray."""
     out = np.full(len(rows), np.nan)
-    packed = tf.wtype[rows] == LEN
+    packed = tf.wtype[rows] == pb.LEN
     for dt, (_fno, enc, npd) in _TYPED.items():
         sel = np.flatnonzero(dtype == dt)
         if not len(sel):
@@ -458,14 +458,14 @@ def _first_element(buf: np.ndarray, tf: wire.Fields, rows: np.ndarray, dtype: np
         r = rows[sel]
         pos = tf.start[r]
         if enc == "f32":
-            out[sel] = wire.read_f32(buf, pos).astype(np.float64)
+            out[sel] = pb.read_f32(buf, pos).astype(np.float64)
         elif enc == "f64":
-            out[sel] = wire.read_f64(buf, pos)
+            out[sel] = pb.read_f64(buf, pos)
         else:
             v = tf.value[r].copy()
             pk = np.flatnonzero(packed[sel])
             if len(pk):
-                pv, _w, _ok = wire.read_varints(buf, pos[pk], pos[pk] + tf.length[r[pk]])
+                pv, _w, _ok = pb.read_varints(buf, pos[pk], pos[pk] + tf.length[r[pk]])
                 v[pk] = pv
             out[sel] = _varint_to_float(v, npd)
     return out

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.model import RunEvent, make_history
+from rundiff_core import RunEvent, make_history
 
 from . import is_event_file
 from .events import (

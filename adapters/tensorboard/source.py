@@ -19,11 +19,15 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import AddressError, InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    AddressError,
+    BaseSource,
+    InputError,
+    Run,
+    RunNotFoundError,
+    RunRef,
+)
 
 from . import find_run_dirs, is_event_file
 from .reader import RunData, event_files, read_run
@@ -128,7 +132,7 @@ class TensorBoardSource(BaseSource):
     def load_run(self, ref: RunRef) -> Run:
         data = self._read(ref)
         path = self._path(ref)
-        config = redact(data.config)
+        config = data.config
         meta = dict(data.meta, path=path)
         run = Run(
             address=ref.address,

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from crc32c import crc32c
 
-from .wire import read_at
+from rundiff_core import protobuf
 
 HEADER = 12  # uint64 length + uint32 masked crc of it
 FOOTER = 4  # uint32 masked crc of the data
@@ -75,7 +75,7 @@ def _crcs(data: bytes, starts: np.ndarray, lengths: np.ndarray | int) -> np.ndar
 
 def _u32_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Little-endian uint32 at each offset (vectorised gather)."""
-    return read_at(buf, pos, "<u4").astype(np.uint64)
+    return protobuf.read_at(buf, pos, "<u4").astype(np.uint64)
 
 
 def _walk(data: bytes, pos: int, size: int) -> tuple[list[int], int]:
@@ -116,7 +116,7 @@ def _resync(data: bytes, buf: np.ndarray, pos: int, size: int) -> int:
         stop = min(size - HEADER + 1, start + _RESYNC_CHUNK)
         cand = np.arange(start, stop, dtype=np.int64)
         # plausible lengths first (cheap, vectorised): the record must fit in the file
-        lo = read_at(buf, cand, "<u8")
+        lo = protobuf.read_at(buf, cand, "<u8")
         fits = lo <= (size - cand - HEADER - FOOTER).astype(np.uint64)
         cand = cand[fits]
         if len(cand):
@@ -222,7 +222,7 @@ def frame_records(data: bytes) -> Framing:
 def _check_data(fr: Framing, buf: np.ndarray, data: bytes, offs: np.ndarray) -> Framing:
     """Keep the records whose data CRC holds."""
     if len(offs):
-        lengths = read_at(buf, offs, "<u8").astype(np.int64)
+        lengths = protobuf.read_at(buf, offs, "<u8").astype(np.int64)
         starts = offs + HEADER
         data_ok = masked(_crcs(data, starts, lengths)) == _u32_at(buf, starts + lengths)
         if not data_ok.all():

@@ -11,8 +11,7 @@ import re
 import zipfile
 from collections.abc import Callable
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim
+from rundiff_core import AdapterSpec, Claim, hookimpl
 
 NAME = "trajectory"
 HEAD_BYTES = 8192

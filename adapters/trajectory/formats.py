@@ -19,10 +19,12 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from rundiff_core.errors import InputError, MissingDependencyError
-from rundiff_core.trajectories.model import TaskRecord, TrajectoryRun
-from rundiff_core.trajectories.signals import (
+from rundiff_core import (
     TIMEOUT_RAW,
+    InputError,
+    MissingDependencyError,
+    TaskRecord,
+    TrajectoryRun,
     analyze_messages,
     normalize_reason,
     parse_tool_schemas,

@@ -13,11 +13,15 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import RunNotFoundError
-from rundiff_core.model import Run, RunRef, empty_history
-from rundiff_core.source import BaseSource
-from rundiff_core.trajectories.model import TrajectoryRun
+from rundiff_core import (
+    Address,
+    BaseSource,
+    Run,
+    RunNotFoundError,
+    RunRef,
+    TrajectoryRun,
+    empty_history,
+)
 
 from . import sniff_kind
 from .formats import read_trajectory_run, split_selector

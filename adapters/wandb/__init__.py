@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-from rundiff_core.address import Address
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import AdapterSpec, Address, Claim, ProjectClaim, hookimpl
 
 from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
 

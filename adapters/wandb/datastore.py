@@ -18,10 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from rundiff_core import protobuf
+
 from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, frame, sniff
 from .values import numeric_values, parse_spans
-from .vector import last_of_repeats, lengths, span_codes, span_names, varints, walk
-from .wire import DAMAGE, Corrupt, fields, git, int64, item, skip, text, timestamp, varint
+from .vector import last_of_repeats, lengths, span_codes, span_names, walk
+from .wire import DAMAGE, git, item, text, timestamp
+
+# bound once: the per-record decoder calls these for every field it reads
+varint, skip, fields, int64 = protobuf.varint, protobuf.skip, protobuf.fields, protobuf.int64
 
 # Record.record_type field numbers this reader decodes.
 R_HISTORY, R_SUMMARY, R_CONFIG, R_RUN, R_EXIT = 2, 3, 5, 17, 18
@@ -128,8 +133,8 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
         has_num = arr[p] == 0x08
         if has_num.any():
             q = p[has_num] + 1
-            val, q_end, bad = varints(arr, q, 10)
-            p[has_num] = np.where(bad, ends[has_num], q_end)
+            _val, width, ok = protobuf.read_varints(arr, q, ends[has_num])
+            p[has_num] = np.where(ok, q + width, ends[has_num])
         tag = arr[np.minimum(p, len(arr) - 1)]
         cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
         length, body, bad = lengths(arr, p + 1)
@@ -169,7 +174,7 @@ def _record(buf: bytes, start: int, end: int, index: int, log: LogData, counts: 
             ln, pos = varint(buf, pos)
             sub_end = pos + ln
             if sub_end > end:
-                raise Corrupt("field past record end")
+                raise protobuf.ProtobufError("field past record end")
             if fno not in _PASSIVE:
                 if fno == R_HISTORY:
                     step, items = _history_record(buf, pos, sub_end)
@@ -201,7 +206,7 @@ def _history_record(buf: bytes, pos: int, end: int) -> tuple[float, list[tuple[b
         ln, pos = varint(buf, pos)
         sub_end = pos + ln
         if sub_end > end:
-            raise Corrupt("history field past end")
+            raise protobuf.ProtobufError("history field past end")
         if fno == 1:
             key, value = item(buf, pos, sub_end)
             items.append(("/".join(key).encode(), value))
@@ -212,7 +217,7 @@ def _history_record(buf: bytes, pos: int, end: int) -> tuple[float, list[tuple[b
                     step = float(int64(v))
         pos = sub_end
     if pos != end:
-        raise Corrupt("history overruns")
+        raise protobuf.ProtobufError("history overruns")
     return step, items
 
 

@@ -27,11 +27,20 @@ from urllib.parse import parse_qsl
 import numpy as np
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, MissingDependencyError, RunNotFoundError, UsageError
-from rundiff_core.model import Run, RunEvent, RunRef, empty_history, filter_keys, make_history
-from rundiff_core.redact import redact, redact_text
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    MissingDependencyError,
+    Run,
+    RunEvent,
+    RunNotFoundError,
+    RunRef,
+    UsageError,
+    empty_history,
+    filter_keys,
+    make_history,
+)
 
 from .datastore import is_bookkeeping
 from .source import ONLINE, WandbSource, _seed
@@ -253,20 +262,20 @@ class OnlineWandbSource(WandbSource):
             name=getattr(r, "name", None) or attrs.get("displayName") or ref.run_id,
             run_id=ref.run_id,
             adapter="wandb",
-            config=redact(config),
-            summary=redact(summary),
+            config=config,
+            summary=summary,
             status=status,
             seed=_seed(config),
             git_sha=attrs.get("commit") or None,
             events=events,
             fidelity=notes,
-            meta=redact({k: v for k, v in {
+            meta={k: v for k, v in {
                 "entity": self.entity, "project": self.project, "state": state,
                 "group": attrs.get("group"), "job_type": attrs.get("jobType"),
                 "tags": list(attrs.get("tags") or []), "created_at": attrs.get("createdAt"),
                 "heartbeat_at": attrs.get("heartbeatAt"), "notes": attrs.get("notes"),
                 "history_line_count": attrs.get("historyLineCount"), "server": self.base_url,
-            }.items() if v not in (None, [], "")}),
+            }.items() if v not in (None, [], "")},
         )
         return self.bind(run, ref)
 
@@ -322,7 +331,7 @@ def _summary(r) -> dict[str, Any]:
 
 
 def _translate(exc: Exception, what: str, hint: str | None) -> InputError:
-    text = redact_text(" ".join(str(exc).split()))[:300]
+    text = " ".join(str(exc).split())[:300]
     return InputError(f"{what}: {type(exc).__name__}: {text}", hint=hint)
 
 

@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core.model import RunEvent, empty_history
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core import RunEvent, empty_history, load_yaml_plain
 
 from .datastore import LogData
 from .values import loads, nest

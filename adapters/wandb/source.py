@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import Run, RunEvent, RunRef, empty_history, filter_keys
-from rundiff_core.redact import redact, redact_text
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    Run,
+    RunEvent,
+    RunNotFoundError,
+    RunRef,
+    empty_history,
+    filter_keys,
+)
 
 from .datastore import LogData, LogFormatError, read_log
 from .layout import RUN_DIR, LocalRun, discover
@@ -150,8 +156,6 @@ class WandbSource(BaseSource):
                 env[k] = metadata[k]
         if isinstance(metadata.get("args"), list) and "args" not in env:
             env["args"] = metadata["args"]
-        if "args" in env:
-            env["args"] = _redact_args(env["args"])
         name = runinfo.get("display_name") or ref.run_id
         seed = _seed(config)
         meta = {
@@ -175,19 +179,19 @@ class WandbSource(BaseSource):
         }
         if runinfo.get("branch_point"):
             meta["fork"] = runinfo["branch_point"]
-        run = WandbRun(
+        run = Run(
             address=local.address,
             name=name,
             run_id=ref.run_id,
             adapter="wandb",
-            config=redact(config),
+            config=config,
             status=last.status,
             seed=seed,
             git_sha=git.get("commit") or None,
-            env=redact(env),
+            env=env,
             events=events,
-            fidelity=[redact_text(n) for n in notes],
-            meta=redact({k: v for k, v in meta.items() if v not in (None, [], {})}),
+            fidelity=notes,
+            meta={k: v for k, v in meta.items() if v not in (None, [], {})},
         )
         segs = [seg for seg, _p in parts]
         if any(s.summary_loader for s in segs):
@@ -211,36 +215,13 @@ class WandbSource(BaseSource):
         return filter_keys(frame, keys)
 
 
-class WandbRun(Run):
-    """A Run whose summary is folded from the log when first read.
-
-    wandb writes a summary record beside nearly every history row, so folding them costs about
-    as much as reading the history; `diff` and `ls` never look at the summary, so it waits.
-    """
-
-    @property  # type: ignore[override]
-    def summary(self) -> dict[str, Any]:
-        loader = self.__dict__.pop("_summary_loader", None)
-        if loader is not None:
-            self.__dict__["_summary"] = loader()
-        return self.__dict__.setdefault("_summary", {})
-
-    @summary.setter
-    def summary(self, value: dict[str, Any]) -> None:
-        self.__dict__.pop("_summary_loader", None)
-        self.__dict__["_summary"] = value
-
-    def defer_summary(self, loader: Callable[[], dict[str, Any]]) -> None:
-        self.__dict__["_summary_loader"] = loader
-
-
 def _fold_summary(log_path: str) -> dict[str, Any]:
     log = read_log(log_path, history=False)
     return summary_of(log.summary_updates or {})
 
 
 def _merged_summary(segs: list[SegmentData], run: Run) -> dict[str, Any]:
-    """Later sittings' summaries over earlier ones, redacted; a log gone since is a note."""
+    """Later sittings' summaries over earlier ones; a log gone since is a note."""
     summary: dict[str, Any] = {}
     for seg in segs:
         if seg.summary_loader is not None:
@@ -251,7 +232,7 @@ def _merged_summary(segs: list[SegmentData], run: Run) -> dict[str, Any]:
                 seg.summary = {}
             seg.summary_loader = None
         summary.update(seg.summary)
-    return redact(summary)
+    return summary
 
 
 def _files_only(folder: str) -> SegmentData:
@@ -288,22 +269,3 @@ def _started_at(metadata: dict[str, Any]) -> float | None:
             text).tzinfo is None else pd.Timestamp(text).timestamp()
     except ValueError:
         return None
-
-
-_SECRET_FLAG = re.compile(r"(?i)^--?[\w.-]*(api[_-]?key|token|secret|passw(or)?d)[\w.-]*$")
-
-
-def _redact_args(args: Any) -> Any:
-    """Command-line args: `--api-key VALUE` hides VALUE (`--api-key=VALUE` is redact_text's job)."""
-    if not isinstance(args, list):
-        return args
-    out = []
-    hide = False
-    for a in args:
-        if hide:
-            out.append("***REDACTED***")
-            hide = False
-            continue
-        out.append(a)
-        hide = isinstance(a, str) and bool(_SECRET_FLAG.match(a))
-    return out

@@ -12,25 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .wire import fields, text
+from rundiff_core import protobuf
 
-
-def varints(arr: np.ndarray, at: np.ndarray, maxlen: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Varints starting at each of `at`: (values as uint64, end positions, not-terminated mask)."""
-    last = len(arr) - 1
-    val = np.zeros(len(at), dtype=np.uint64)
-    end = at.copy()
-    done = np.zeros(len(at), dtype=bool)
-    for i in range(maxlen):
-        b = arr[np.minimum(at + i, last)].astype(np.uint64)
-        live = ~done
-        val |= np.where(live, (b & np.uint64(0x7F)) << np.uint64(7 * i), np.uint64(0))
-        newly = live & (b < 0x80)
-        end[newly] = at[newly] + i + 1
-        done |= newly
-        if done.all():
-            break
-    return val, end, ~done
+from .wire import text
 
 
 def lengths(arr: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,9 +62,11 @@ def walk(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history: bool
             sm = np.flatnonzero(is_12 & ~bad)
             if sm.size:  # HistoryStep { int64 num = 1 }: empty means 0
                 bb, fe = body[sm], fend[sm]
-                val, vend, vbad = varints(arr, bb + 1, 9)
+                val, width, vok = protobuf.read_varints(arr, bb + 1, fe)
                 empty = bb == fe
-                good = empty | ((arr[bb] == 0x08) & ~vbad & (vend == fe))
+                # a negative step (ten varint bytes) is the per-record decoder's to sign
+                good = empty | ((arr[bb] == 0x08) & vok & (bb + 1 + width == fe)
+                                & (val < np.uint64(1 << 63)))
                 step[active[sm[good]]] = np.where(empty[good], 0.0, val[good].astype(np.float64))
                 bad[sm[~good]] = True
             take = is_item & ~bad
@@ -156,7 +142,7 @@ def span_names(buf: bytes, spans: list[tuple[int, int]]) -> list[tuple[str, ...]
     out = []
     for s, e in spans:
         parts = []
-        for _f, _w, val in fields(buf, s, e):
+        for _f, _w, val in protobuf.fields(buf, s, e):
             parts.append(text(buf, val))
         out.append(tuple(parts) if parts else ("",))
     return out

@@ -1,4 +1,4 @@
-"""Protobuf wire format, read by hand for the few `wandb_internal` fields rundiff needs.
+"""The few `wandb_internal` messages rundiff needs, read with rundiff_core.protobuf's field walk.
 
 A record is decoded one field at a time here; `vector.py` decodes the common records many at a
 time. Anything a damaged record can raise is in `DAMAGE`: callers count and skip, never crash.
@@ -12,71 +12,10 @@ from typing import Any
 
 import numpy as np
 
-
-class Corrupt(Exception):
-    """A record's bytes do not parse as protobuf (counted, then skipped)."""
-
+from rundiff_core import protobuf
 
 # what a damaged record can raise while decoded one by one: counted and skipped, never fatal
-DAMAGE = (Corrupt, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
-
-
-def varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 70:
-            raise Corrupt("varint too long")
-
-
-def int64(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def skip(buf: bytes, pos: int, wire: int) -> int:
-    if wire == 0:
-        while buf[pos] & 0x80:
-            pos += 1
-        return pos + 1
-    if wire == 2:
-        ln, pos = varint(buf, pos)
-        return pos + ln
-    if wire == 1:
-        return pos + 8
-    if wire == 5:
-        return pos + 4
-    raise Corrupt(f"wire type {wire}")
-
-
-def fields(buf: bytes, pos: int, end: int):
-    """(field, wire, value) triples of one message: value is an int, or (start, end) for bytes."""
-    while pos < end:
-        tag, pos = varint(buf, pos)
-        fno, wire = tag >> 3, tag & 7
-        if wire == 2:
-            ln, pos = varint(buf, pos)
-            if pos + ln > end:
-                raise Corrupt("length past end")
-            yield fno, wire, (pos, pos + ln)
-            pos += ln
-        elif wire == 0:
-            v, pos = varint(buf, pos)
-            yield fno, wire, v
-        elif wire == 1:
-            yield fno, wire, int.from_bytes(buf[pos : pos + 8], "little")
-            pos += 8
-        elif wire == 5:
-            yield fno, wire, int.from_bytes(buf[pos : pos + 4], "little")
-            pos += 4
-        else:
-            raise Corrupt(f"wire type {wire}")
-    if pos != end:
-        raise Corrupt("message overruns its length")
+DAMAGE = (protobuf.ProtobufError, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
 def text(buf: bytes, span: tuple[int, int]) -> str:
@@ -89,13 +28,13 @@ _TYPED_WIRE = {3: 0, 4: 0, 5: 0, 6: 1, 7: 2, 8: 2}  # HistoryItem's typed value 
 def typed_value(fno: int, wire: int, val: Any, buf: bytes) -> bytes:
     """A HistoryItem's typed value (newer writers) as the equivalent JSON bytes."""
     if _TYPED_WIRE.get(fno) != wire:
-        raise Corrupt(f"field {fno} with wire type {wire}")
+        raise protobuf.ProtobufError(f"field {fno} with wire type {wire}")
     if fno == 3:
         return b"null"
     if fno == 4:
         return b"true" if val else b"false"
     if fno == 5:  # sint64, zigzag
-        return str((val >> 1) ^ -(val & 1)).encode()
+        return str(protobuf.zigzag(val)).encode()
     if fno == 6:
         x = np.frombuffer(val.to_bytes(8, "little"), "<f8")[0]
         return b"NaN" if math.isnan(x) else repr(float(x)).replace("inf", "Infinity").encode()
@@ -110,7 +49,7 @@ def item(buf: bytes, start: int, end: int) -> tuple[tuple[str, ...], bytes]:
     nested: list[str] = []
     value = b"null"
     typed = None
-    for fno, wire, val in fields(buf, start, end):
+    for fno, wire, val in protobuf.fields(buf, start, end):
         if fno == 2 and wire == 2:
             nested.append(text(buf, val))
         elif fno == 1 and wire == 2:
@@ -125,9 +64,9 @@ def item(buf: bytes, start: int, end: int) -> tuple[tuple[str, ...], bytes]:
 
 def timestamp(buf: bytes, span: tuple[int, int]) -> float:
     seconds = nanos = 0
-    for fno, wire, val in fields(buf, *span):
+    for fno, wire, val in protobuf.fields(buf, *span):
         if fno == 1 and wire == 0:
-            seconds = int64(val)
+            seconds = protobuf.int64(val)
         elif fno == 2 and wire == 0:
             nanos = val
     return seconds + nanos / 1e9
@@ -135,7 +74,7 @@ def timestamp(buf: bytes, span: tuple[int, int]) -> float:
 
 def git(buf: bytes, span: tuple[int, int]) -> dict[str, str]:
     out: dict[str, str] = {}
-    for fno, wire, val in fields(buf, *span):
+    for fno, wire, val in protobuf.fields(buf, *span):
         if wire == 2 and fno in (1, 2):
             out["remote_url" if fno == 1 else "commit"] = text(buf, val)
     return out

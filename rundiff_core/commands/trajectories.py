@@ -78,7 +78,7 @@ def load_trajectory_run(raw: str) -> TrajectoryRun:
     try:
         loader = getattr(source, "load_trajectories", None)
         if loader is None:
-            raise UsageError(f"{raw} is not a trajectory export (it resolved to {type(source).__name__})",
+            raise UsageError(f"{raw} is not a trajectory export (it resolved to {type(getattr(source, 'inner', source)).__name__})",
                              hint="give a trajectory export file, or prefix it with traj:")
         return loader()
     finally:

@@ -84,9 +84,12 @@ def uid_of(address: str) -> str:
 
 
 def register_local_source(source: Any) -> str:
-    """Make an in-memory RunSource addressable by in-process engines; returns its token."""
+    """Make an in-memory RunSource addressable by in-process engines; returns its token. Its runs
+    are redacted like those of an opened address."""
+    from ..redact import redacted_source
+
     token = f"<in-process source {id(source):x}>"
-    LOCAL_SOURCES[token] = source
+    LOCAL_SOURCES[token] = redacted_source(source)
     return token
 
 

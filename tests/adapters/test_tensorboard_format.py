@@ -22,12 +22,13 @@ pytest.importorskip("tensorboard")
 pytest.importorskip("tensorboardX")
 crc32c = pytest.importorskip("crc32c")
 
-from rundiff_adapters.tensorboard import wire  # noqa: E402
 from rundiff_adapters.tensorboard.tfrecord import frame_records, masked_crc  # noqa: E402
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from tensorboard.summary.writer.record_writer import RecordWriter  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
+
+from rundiff_core import protobuf as wire  # noqa: E402
 
 
 def reference_records(data: bytes) -> list[bytes]:

@@ -598,8 +598,10 @@ def test_run_folder_without_its_log_reads_files(realdata, tmp_path):
 
 
 def test_secret_command_line_arguments_are_hidden():
-    from rundiff_adapters.wandb.source import _redact_args
+    # wandb keeps the command line in env["args"]; the core's redaction (applied to every run a
+    # source lets out) hides the value after a secret-named flag
+    from rundiff_core.redact import redact
 
     args = ["--lr", "0.1", "--api-key", SECRET, "--wandb_token", "t0k", "--name", "x"]
-    assert _redact_args(args) == ["--lr", "0.1", "--api-key", "***REDACTED***", "--wandb_token",
-                                  "***REDACTED***", "--name", "x"]
+    assert redact({"args": args})["args"] == ["--lr", "0.1", "--api-key", "***REDACTED***",
+                                              "--wandb_token", "***REDACTED***", "--name", "x"]

@@ -137,3 +137,24 @@ def test_cli_examples_match_the_real_output(monkeypatch, tmp_path, capsys, isola
         block = text.split("$ rundiff detect lightning_logs\n", 1)[1].split("\n$", 1)[0]
         block = block.split("\n```", 1)[0]
         assert block.strip() == out.strip(), f"{doc}: update the transcript to:\n{out}"
+
+
+def test_runsource_md_lists_exactly_the_public_surface():
+    """The adapter's import list in runsource.md is `rundiff_core.__all__`, no more, no less."""
+    import rundiff_core
+
+    text = (DOCS / "runsource.md").read_text()
+    table = text.split("<!-- exports:start -->", 1)[1].split("<!-- exports:end -->", 1)[0]
+    names = {n for row in table.splitlines()[2:] for n in re.findall(r"`([A-Za-z_]\w*)`",
+                                                                       row.split("|")[1])}
+    assert names == set(rundiff_core.__all__), (
+        f"missing: {sorted(set(rundiff_core.__all__) - names)}; "
+        f"not exported: {sorted(names - set(rundiff_core.__all__))}")
+
+
+def test_plugin_docs_import_only_the_public_surface():
+    """Code in docs/plugins imports what adapters may import: rundiff_core and its test kit."""
+    deep = re.compile(r"^\s*(?:from|import)\s+rundiff_core\.(?!testing\b)[\w.]+", re.M)
+    for page in sorted(DOCS.glob("*.md")):
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+            assert not deep.search(block), f"{page.name}: {deep.search(block).group(0).strip()}"

@@ -43,7 +43,7 @@ def test_source_lists_a_folder_and_loads_summaries(tmp_path: Path) -> None:
     assert a.summary["pass_rate"] == 0.6 and a.config["harness"] == "toy-harness"
     assert a.history().empty  # trajectories are not metric histories
     src = open_source(str(tmp_path / "a.json"))  # bare path → sniffed
-    assert type(src).__name__ == "TrajectorySource" and len(src.list_runs()) == 1
+    assert type(src.inner).__name__ == "TrajectorySource" and len(src.list_runs()) == 1
 
 
 def test_plugin_and_engine_import_no_inspect_ai() -> None:

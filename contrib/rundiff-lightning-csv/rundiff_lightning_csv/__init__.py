@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, hookimpl
 
 from .layout import METRICS, csv_header, find_version_dirs, is_metrics_csv, with_metrics
 
@@ -44,7 +43,7 @@ def rundiff_sniff_path(path):
             return Claim(NAME, f"CSVLogger metrics.csv (columns {header})",
                          locator=os.path.dirname(path) or ".")
         return None
-    runs = find_version_dirs(path)
+    runs = find_version_dirs(path, max_entries=SNIFF_ENTRIES)
     if not runs:
         return None
     if os.path.isfile(os.path.join(path, METRICS)):
@@ -65,7 +64,7 @@ def rundiff_sniff_path(path):
 @hookimpl
 def rundiff_detect_project(cwd, environ):
     root = os.path.join(cwd, "lightning_logs")
-    logged = [d for d in find_version_dirs(root, depth=1) if os.path.isfile(os.path.join(d, METRICS))]
+    logged = [d for d in find_version_dirs(root, depth=1, max_entries=SNIFF_ENTRIES) if os.path.isfile(os.path.join(d, METRICS))]
     runs = with_metrics(logged[:SNIFF_HEADERS])
     if runs:
         return ProjectClaim(NAME, "lightning_logs/ holds CSVLogger runs (version_*/metrics.csv)",

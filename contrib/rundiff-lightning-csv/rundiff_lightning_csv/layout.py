@@ -1,6 +1,6 @@
 """Where CSVLogger runs live on disk: `ROOT/NAME/version_N/{metrics.csv,hparams.yaml}`.
 
-Only `os` and `re` here: the hooks use these helpers to sniff, and sniffing must stay cheap (a
+Only `os`, `re` and rundiff's bounded walk here: the hooks use these helpers to sniff, and sniffing must stay cheap (a
 directory listing or two and at most one 4 KiB read of a CSV header).
 """
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+
+from rundiff_core import walk_dirs
 
 METRICS = "metrics.csv"
 HPARAMS = "hparams.yaml"
@@ -66,20 +68,15 @@ def is_version_dir(path: str) -> bool:
     )
 
 
-def find_version_dirs(root: str, depth: int = 2) -> list[str]:
+def find_version_dirs(root: str, depth: int = 2, max_entries: int | None = None) -> list[str]:
     """Run folders at or below `root` (a version, a `lightning_logs`, or the folder above it)."""
     if is_version_dir(root):
         return [root]
-    if depth == 0 or not os.path.isdir(root):
-        return []
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: natural_key(e.name))
-    except OSError:
-        return []
     found: list[str] = []
-    for entry in entries:
-        if entry.is_dir() and not entry.name.startswith("."):
-            found.extend(find_version_dirs(entry.path, depth - 1))
+    for folder in walk_dirs(root, max_depth=depth, max_entries=max_entries, sort_key=natural_key):
+        if folder.depth and is_version_dir(folder.path):
+            found.append(folder.path)
+            folder.dirs.clear()
     return found
 
 

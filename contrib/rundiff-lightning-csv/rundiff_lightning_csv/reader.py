@@ -17,9 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rundiff_core.errors import InputError
-from rundiff_core.model import empty_history, make_history
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core import InputError, empty_history, load_yaml_plain, make_history
 
 STEP = "step"
 _NAN_TEXT = {"nan", "+nan", "-nan"}

@@ -8,11 +8,17 @@ from typing import Any
 
 import pandas as pd
 
-from rundiff_core.address import Address
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef, empty_history, filter_keys, flatten
-from rundiff_core.redact import redact
-from rundiff_core.source import BaseSource
+from rundiff_core import (
+    Address,
+    BaseSource,
+    InputError,
+    Run,
+    RunNotFoundError,
+    RunRef,
+    empty_history,
+    filter_keys,
+    flatten,
+)
 
 from . import NAME, SCHEMES
 from .layout import HPARAMS, METRICS, find_version_dirs, is_version_dir
@@ -81,7 +87,7 @@ class LightningCSVSource(BaseSource):
             name=ref.name or os.path.basename(path),
             run_id=ref.run_id,
             adapter=NAME,
-            config=redact(config),
+            config=config,
             summary={},
             status="unknown",
             seed=_seed(config),

@@ -23,13 +23,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rundiff_core.cli import main
-from rundiff_core.detect import collect_claims, sniff_path
-from rundiff_core.errors import InputError, RunNotFoundError
-from rundiff_core.model import make_history
-from rundiff_core.redact import redact
-from rundiff_core.resolve import load_run, load_runs, open_source
-from rundiff_core.testing import AdapterContract, WrittenRun, assert_history_equal, hash_tree
+from rundiff_core import (
+    InputError,
+    RunNotFoundError,
+    load_run,
+    load_runs,
+    make_history,
+    open_source,
+)
+from rundiff_core.testing import (
+    AdapterContract,
+    WrittenRun,
+    assert_history_equal,
+    collect_claims,
+    get_plugins,
+    hash_tree,
+    redacted,
+    run_cli,
+    sniff_path,
+)
 
 SAMPLES = {
     "mnist-sparse": ("mlflow-aiops-mnist", "lightning_logs/version_17"),
@@ -83,7 +95,7 @@ class TestLightningCSVContract(AdapterContract):
             path=str(run_dir),
             address=f"lightning:{run_dir}",
             history=csv_history(run_dir / "metrics.csv"),
-            config=redact(yaml_without_tags(run_dir / "hparams.yaml")),
+            config=redacted(yaml_without_tags(run_dir / "hparams.yaml")),
             run_id=run_dir.name,
             check_wall_time=True,  # CSVLogger keeps no time: every wall_time must be NaN
         )
@@ -332,7 +344,7 @@ def test_unknown_version_and_missing_folder_are_clear_errors(tmp_path):
 def test_project_detection_finds_lightning_logs(tmp_path, monkeypatch, capsys):
     _run(tmp_path, "loss,step\n1,0\n")
     monkeypatch.chdir(tmp_path)
-    assert main(["detect", "--format", "json"]) == 0
+    assert run_cli(["detect", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     claims = [c for c in data["claims"] if c["adapter"] == "lightning_csv"]
     assert claims and claims[0]["address"] == f"lightning:{tmp_path / 'lightning_logs'}"
@@ -340,11 +352,11 @@ def test_project_detection_finds_lightning_logs(tmp_path, monkeypatch, capsys):
 
 def test_cli_ls_and_diff_on_real_runs(realdata, tmp_path, capsys):
     logs = realdata / "metrics-lightning-csv-toadgan" / "lightning_logs"
-    assert main(["ls", f"lightning:{logs / 'version_13'}", "--format", "json"]) == 0
+    assert run_cli(["ls", f"lightning:{logs / 'version_13'}", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["adapter"] == "lightning_csv" and rows[0]["points"] == len(
         csv_points(logs / "version_13" / "metrics.csv"))
-    code = main(["diff", str(logs / "version_13"), str(logs / "version_14"), "--metric", "loss",
+    code = run_cli(["diff", str(logs / "version_13"), str(logs / "version_14"), "--metric", "loss",
                  "--no-seeds", "--format", "json"])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -357,8 +369,6 @@ def test_installed_as_a_third_party_plugin():
     eps = {ep.name: ep for ep in metadata.entry_points(group="rundiff")}
     assert eps["lightning_csv"].value == "rundiff_lightning_csv"
     assert eps["lightning_csv"].dist.name == "rundiff-lightning-csv"
-    from rundiff_core.plugins import get_plugins
-
     info = get_plugins().info["lightning_csv"]
     assert not info.builtin and info.adapters == ["lightning_csv"]
     assert "rundiff_sniff_path" in info.hooks

@@ -1,11 +1,19 @@
-"""A vectorised protobuf wire-format scanner: the fields of many messages at once, in numpy.
+"""Protobuf wire format without generated classes: the one field scanner every binary reader uses.
 
-Decoding a million small `Event` protos one by one costs a Python object per event. Instead,
-`scan()` walks *all* messages of one kind together: each pass reads the next field of every
-message that still has bytes left, so the number of passes is the number of fields in the longest
-message (three for a scalar event), not the number of messages. Nested messages are scanned the
-same way from the spans their parents yield. Malformed messages (a varint running past the end,
-a length overrunning its parent, a group wire type) are flagged, never raised.
+Two ways to read, sharing one set of rules (tags, the four wire types, varints of at most ten
+bytes, a length never past its parent):
+
+- one message at a time, in plain Python (`varint`, `fields`, `skip`): for the rare or oddly
+  shaped record;
+- many messages at once, in numpy (`scan`, `columns`, `repeated`, `read_varints`): decoding a
+  million small protos one by one costs a Python object per message, so `scan()` walks *all*
+  messages of one kind together — each pass reads the next field of every message that still has
+  bytes left, so the number of passes is the number of fields in the longest message (three for
+  a TensorBoard scalar event), not the number of messages. Nested messages are scanned the same
+  way from the spans their parents yield.
+
+Malformed input never crashes a reader: the scalar functions raise `ProtobufError` (a
+`ValueError`), the vector ones flag the message in `bad`.
 """
 
 from __future__ import annotations
@@ -17,6 +25,81 @@ import pandas as pd
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _SEVEN = np.uint64(0x7F)
+
+
+# -- one message at a time ---------------------------------------------------------------------
+class ProtobufError(ValueError):
+    """Bytes that do not parse as protobuf (readers count the record and skip it)."""
+
+
+def varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at `pos`; IndexError when it runs off the end."""
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ProtobufError("varint longer than ten bytes")
+
+
+def int64(v: int) -> int:
+    """A varint's uint64 read as the int64 it encodes (two's complement)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def zigzag(v: int) -> int:
+    """A sint32/sint64 varint's value."""
+    return (v >> 1) ^ -(v & 1)
+
+
+def skip(buf: bytes | bytearray | memoryview, pos: int, wire: int) -> int:
+    """Position after a field's payload of wire type `wire` starting at `pos`."""
+    if wire == VARINT:
+        while buf[pos] & 0x80:
+            pos += 1
+        return pos + 1
+    if wire == LEN:
+        ln, pos = varint(buf, pos)
+        return pos + ln
+    if wire == I64:
+        return pos + 8
+    if wire == I32:
+        return pos + 4
+    raise ProtobufError(f"wire type {wire}")
+
+
+def fields(buf: bytes | bytearray | memoryview, pos: int, end: int):
+    """(field, wire, value) triples of the message `buf[pos:end]`: value is an int (varint and
+    fixed types, little-endian), or the payload's (start, end) for length-delimited fields."""
+    while pos < end:
+        tag, pos = varint(buf, pos)
+        fno, wire = tag >> 3, tag & 7
+        if wire == LEN:
+            ln, pos = varint(buf, pos)
+            if pos + ln > end:
+                raise ProtobufError("length past the end of its message")
+            yield fno, wire, (pos, pos + ln)
+            pos += ln
+        elif wire == VARINT:
+            v, pos = varint(buf, pos)
+            yield fno, wire, v
+        elif wire == I64:
+            yield fno, wire, int.from_bytes(buf[pos : pos + 8], "little")
+            pos += 8
+        elif wire == I32:
+            yield fno, wire, int.from_bytes(buf[pos : pos + 4], "little")
+            pos += 4
+        else:
+            raise ProtobufError(f"wire type {wire}")
+    if pos != end:
+        raise ProtobufError("message overruns its length")
+
+
+# -- many messages at once -----------------------------------------------------------------------
 
 
 @dataclass
@@ -71,7 +154,7 @@ def read_varints(
 Template = tuple[tuple[int, int], ...]
 
 
-def _match(
+def match(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, template: Template
 ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Which messages are exactly the fields of `template`, in order, and those fields' payloads.
@@ -127,7 +210,7 @@ def scan(
     for template in templates:
         if not len(rest):
             break
-        hit, cols = _match(buf, starts[rest], ends[rest], template)
+        hit, cols = match(buf, starts[rest], ends[rest], template)
         if not hit.any():
             continue
         owners = rest[hit]
@@ -206,7 +289,7 @@ def repeated(
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     n = len(starts)
-    hit, got = _match(buf, starts, ends, ((field_no, wt),))
+    hit, got = match(buf, starts, ends, ((field_no, wt),))
     owner, start, length = np.flatnonzero(hit), got[0][0][hit], got[0][1][hit]
     bad = np.zeros(n, bool)
     rest = np.flatnonzero(~hit)
@@ -285,7 +368,7 @@ def columns(
     for template in templates:
         if not len(rest):
             break
-        hit, got = _match(buf, starts[rest], ends[rest], template)
+        hit, got = match(buf, starts[rest], ends[rest], template)
         if not hit.any():
             continue
         owners = rest[hit]

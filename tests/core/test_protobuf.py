@@ -1,0 +1,77 @@
+"""rundiff_core.protobuf: the one field scanner; its scalar and vector readers agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rundiff_core import protobuf as pb
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(no: int, wire: int, payload: bytes | int) -> bytes:
+    tag = _varint(no << 3 | wire)
+    if wire == pb.VARINT:
+        return tag + _varint(payload)
+    if wire == pb.LEN:
+        return tag + _varint(len(payload)) + payload
+    return tag + payload
+
+
+VALUES = [0, 1, 127, 128, 300, 2**32, 2**63 - 1, 2**64 - 1]
+
+
+def test_scalar_and_vector_varints_agree_to_ten_bytes():
+    blobs = [_varint(v) for v in VALUES]
+    buf = b"".join(blobs)
+    starts = np.cumsum([0] + [len(b) for b in blobs[:-1]]).astype(np.int64)
+    value, width, ok = pb.read_varints(np.frombuffer(buf, np.uint8), starts,
+                                       np.full(len(starts), len(buf), np.int64))
+    assert ok.all() and value.tolist() == VALUES and width.tolist() == [len(b) for b in blobs]
+    for v, s in zip(VALUES, starts.tolist(), strict=True):
+        assert pb.varint(buf, s) == (v, s + len(_varint(v)))
+    assert pb.int64(2**64 - 1) == -1 and pb.zigzag(3) == -2 and pb.zigzag(4) == 2
+
+
+def test_overlong_and_cut_varints_are_refused_by_both_readers():
+    eleven = b"\xff" * 10 + b"\x01"
+    with pytest.raises(pb.ProtobufError):
+        pb.varint(eleven, 0)
+    with pytest.raises(IndexError):
+        pb.varint(b"\x80\x80", 0)
+    arr = np.frombuffer(eleven + b"\x80\x80", np.uint8)
+    _v, _w, ok = pb.read_varints(arr, np.array([0, 11]), np.array([11, 13]))
+    assert ok.tolist() == [False, False]
+
+
+def test_fields_and_scan_read_the_same_message():
+    msg = (_field(1, pb.I64, np.float64(1.5).tobytes()) + _field(2, pb.VARINT, 300)
+           + _field(5, pb.LEN, b"abc") + _field(7, pb.I32, np.float32(2.0).tobytes()))
+    got = list(pb.fields(msg, 0, len(msg)))
+    assert [(f, w) for f, w, _v in got] == [(1, 1), (2, 0), (5, 2), (7, 5)]
+    assert got[1][2] == 300 and msg[slice(*got[2][2])] == b"abc"
+    buf = np.frombuffer(msg * 3, np.uint8)
+    starts = np.arange(3, dtype=np.int64) * len(msg)
+    f = pb.scan(buf, starts, starts + len(msg))
+    assert not f.bad.any() and f.owner.tolist() == [0, 1, 2] * 4  # pass k: field k of each
+    rows = pb.in_message_order(f, np.arange(len(f.owner)))
+    assert f.owner[rows].tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    assert f.field[rows].tolist() == [1, 2, 5, 7] * 3
+    assert f.value[f.select(2, pb.VARINT)].tolist() == [300] * 3
+    assert pb.read_f64(buf, f.start[f.select(1, pb.I64)]).tolist() == [1.5] * 3
+    assert pb.read_f32(buf, f.start[f.select(7, pb.I32)]).tolist() == [2.0] * 3
+    # a message cut inside its last field: the scalar walk raises, the vector one flags it
+    with pytest.raises(pb.ProtobufError):
+        list(pb.fields(msg, 0, len(msg) - 1))
+    cut = pb.scan(buf, np.array([0]), np.array([len(msg) - 1]))
+    assert cut.bad.tolist() == [True]
+    assert pb.skip(msg, 1, pb.I64) == 9 and pb.skip(msg, 10, pb.VARINT) == 12
