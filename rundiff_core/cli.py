@@ -118,8 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
 
         os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
+    from .resolve import reuse_loads
+
     try:
-        return int(args.func(args) or 0)
+        with reuse_loads():
+            return int(args.func(args) or 0)
     except RundiffError as exc:
         if args.debug:
             traceback.print_exc()

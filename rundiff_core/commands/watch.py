@@ -39,7 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
     from ..engines.arms import load_arm
+    from ..resolve import reuse_loads
 
+    with reuse_loads():  # each poll reads afresh: runs reused within it, never across polls
+        return _check(args, stale, load_arm)
+
+
+def _check(args: argparse.Namespace, stale: float, load_arm) -> WatchResult:
     state = WatchState(state_key(args.sources, args.baseline))
     baseline = load_arm(args.baseline, siblings=False).primary if args.baseline else None
     now = time.time()
