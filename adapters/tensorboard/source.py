@@ -17,11 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import pandas as pd
-
 from rundiff_core.address import Address
 from rundiff_core.errors import AddressError, InputError, RunNotFoundError
-from rundiff_core.model import Run, RunRef
+from rundiff_core.model import HistoryColumns, Run, RunRef
 from rundiff_core.redact import redact
 from rundiff_core.source import BaseSource
 
@@ -145,7 +143,7 @@ class TensorBoardSource(BaseSource):
         )
         return self.bind(run, ref)
 
-    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> HistoryColumns:
         return self._read(ref).history(keys)
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:

@@ -22,8 +22,9 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from crc32c import crc32c
+
+from rundiff_core.parsing.codes import factorize
 
 from .wire import read_at
 
@@ -153,7 +154,7 @@ def _chain(data: bytes, size: int) -> tuple[np.ndarray, int] | None:
     marks[size] = True
     cand = cand[marks[nxt]]
     lens = lengths_at[cand]
-    codes, uniq = pd.factorize(lens)
+    codes, uniq = factorize(lens)
     expect = np.fromiter(
         (masked_crc(int(v).to_bytes(8, "little")) for v in uniq), dtype=np.uint64, count=len(uniq)
     )

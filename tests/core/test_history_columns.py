@@ -84,3 +84,34 @@ def test_ls_on_a_journal_imports_no_pandas(tmp_path):
     assert got["points"] == 100
     assert got["keys"] == [{"key": "acc", "points": 50, "first_step": 0.0, "last_step": 49.0},
                            {"key": "loss", "points": 50, "first_step": 0.0, "last_step": 49.0}]
+
+
+@pytest.mark.parametrize("values", [
+    np.array([5, 3, 5, 1, 3, 3, 9], dtype=np.uint64),
+    np.array([2.5, np.nan, 2.5, -1.0]),
+    np.array([b"loss", b"lr", b"loss", b"acc"], dtype=object),
+    np.array([], dtype=np.int64),
+])
+def test_factorize_matches_pandas(values):
+    """Rule: codes in order of first appearance, exactly as pandas.factorize gives them."""
+    from rundiff_core.parsing.codes import factorize
+
+    codes, uniques = factorize(values)
+    want_codes, want_uniques = pd.factorize(pd.Series(values), use_na_sentinel=False)
+    assert codes.tolist() == want_codes.tolist()
+    assert [str(u) for u in uniques] == [str(u) for u in np.asarray(want_uniques)]
+
+
+def test_tensorboard_listing_imports_no_pandas():
+    """Rule: the TensorBoard reader builds columns, so `ls` on a TB run needs no pandas."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "realdata",
+                        "tb-lightning-fractaldb")
+    if not os.path.isdir(root):
+        pytest.skip("realdata not found")
+    code = ("import sys\nfrom rundiff_core.resolve import load_runs\n"
+            "from rundiff_core.commands.ls import summarize\n"
+            f"rows = [summarize(r) for r in load_runs('tb:' + {os.path.abspath(root)!r})]\n"
+            "assert rows and rows[0]['points'] > 0\n"
+            "print([m for m in ('pandas', 'polars') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
