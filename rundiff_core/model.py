@@ -247,6 +247,7 @@ class Run:
     _series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _last: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def uid(self) -> str:
@@ -315,6 +316,16 @@ class Run:
         """Names of the logged metrics (loads the full history once)."""
         self._index()
         return list(self._keys or ())
+
+    def last_step(self, key: str) -> float:
+        """The largest finite-or-infinite logged step of `key` (NaN when it has none), cached:
+        many-run engines ask it of every run for every metric, often more than once."""
+        hit = self._last.get(key)
+        if hit is None:
+            steps = self.series(key)[0]
+            logged = steps[~np.isnan(steps)]
+            hit = self._last[key] = float(logged.max()) if len(logged) else float("nan")
+        return hit
 
     def n_points(self) -> int:
         """How many points the full history holds (loads it once; no DataFrame needed)."""
