@@ -163,6 +163,17 @@ def bench_store(kind: str, runs: int, keys: int, steps: int, repeat: int) -> flo
     print(f"[{kind}] MlflowClient.get_metric_history × {calls}:        {t_peer:.3f} s")
     print(f"[{kind}] ratio: rundiff is {ratio:.1f}× faster (target ≥ {target:.0f}×) — "
           f"{'MET' if ratio >= target else 'NOT MET'}")
+    from wholeprocess import compare, python_code, rundiff_ls
+
+    compare({"rundiff": rundiff_ls(f"mlflow:{locator}"),
+             "MlflowClient loop": python_code(
+                 "from mlflow import MlflowClient\n"
+                 f"c = MlflowClient({uri!r})\n"
+                 "for e in c.search_experiments():\n"
+                 "    for r in c.search_runs([e.experiment_id], max_results=50000):\n"
+                 "        for k in r.data.metrics:\n"
+                 "            c.get_metric_history(r.info.run_id, k)\n")},
+            repeat=max(1, repeat - 1), targets={"MlflowClient loop": target})
     return ratio
 
 

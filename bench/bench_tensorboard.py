@@ -121,6 +121,17 @@ def main() -> int:
         print(f"ratio: rundiff is {ratio:.1f}× faster than {name} (cpu {c / c_rd:.1f}×; target "
               f"≥ {TARGET:.0f}×) — {'MET' if ratio >= TARGET else 'NOT MET'}")
     print("identical points: yes (tags, steps, values, wall times)")
+    from wholeprocess import compare, python_code, rundiff_ls
+
+    ratios = compare(
+        {"rundiff": rundiff_ls(f"tb:{run_dir}"),
+         "tbparse": python_code(f"import tbparse; tbparse.SummaryReader({run_dir!r}).scalars"),
+         "EventAccumulator": python_code(
+             "from tensorboard.backend.event_processing.event_accumulator import "
+             f"EventAccumulator as E; a = E({run_dir!r}, size_guidance={{'scalars': 0, "
+             "'tensors': 0}); a.Reload(); [a.Scalars(t) for t in a.Tags()['scalars']]")},
+        repeat=args.repeat, targets={"tbparse": TARGET, "EventAccumulator": TARGET})
+    ok &= all(r >= TARGET for r in ratios.values())
     return 0 if ok else 1
 
 

@@ -179,6 +179,12 @@ def main() -> int:
         rc = best[name][1] / best["rundiff"][1]
         print(f"ratio vs {name:5s}: {rw:5.1f}× wall, {rc:5.1f}× CPU (target ≥ {target}×) — "
               f"{'MET' if rw >= target else 'NOT MET'}")
+    from wholeprocess import compare, rundiff_ls
+
+    compare({"rundiff": rundiff_ls(run_dir),
+             "wandb leet inspect --json": [os.path.join(VENV_BIN, "wandb"), "leet", "inspect",
+                                           "--json", path]},
+            repeat=args.repeat, targets={"wandb leet inspect --json": 10})
     return 0
 
 

@@ -37,6 +37,9 @@ _EXPORTS: dict[str, str] = {
     "flatten": "model",
     "history_frame": "model",
     "make_history": "model",
+    "HistoryColumns": "model",
+    "numeric_column": "parsing.arrow",
+    "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
     "AdapterSpec": "registry",
@@ -76,10 +79,6 @@ _MODULES: dict[str, str] = {
 }
 
 __all__ = [
-    "REDACTED",
-    "SNIFF_DEPTH",
-    "SNIFF_ENTRIES",
-    "TIMEOUT_RAW",
     "AdapterSpec",
     "Address",
     "AddressError",
@@ -88,6 +87,7 @@ __all__ = [
     "Claim",
     "Folder",
     "HISTORY_COLUMNS",
+    "HistoryColumns",
     "InputError",
     "JsonlResult",
     "MetricNotFoundError",
@@ -95,6 +95,7 @@ __all__ = [
     "OptionSpec",
     "PluginError",
     "ProjectClaim",
+    "REDACTED",
     "ReporterSpec",
     "Run",
     "RunEvent",
@@ -102,6 +103,9 @@ __all__ = [
     "RunRef",
     "RunSource",
     "RundiffError",
+    "SNIFF_DEPTH",
+    "SNIFF_ENTRIES",
+    "TIMEOUT_RAW",
     "TaskRecord",
     "TrajectoryRun",
     "UnrecognizedSourceError",
@@ -110,6 +114,7 @@ __all__ = [
     "__version__",
     "analyze_messages",
     "empty_history",
+    "factorize",
     "filter_keys",
     "flatten",
     "fleet_storage",
@@ -120,6 +125,7 @@ __all__ = [
     "load_yaml_plain",
     "make_history",
     "normalize_reason",
+    "numeric_column",
     "open_source",
     "parse_address",
     "parse_tool_schemas",
@@ -178,6 +184,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .hookspecs import hookimpl
     from .model import (
         HISTORY_COLUMNS,
+        HistoryColumns,
         Run,
         RunEvent,
         RunRef,
@@ -188,6 +195,8 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         make_history,
     )
     from .parsing import protobuf
+    from .parsing.arrow import numeric_column
+    from .parsing.codes import factorize
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.yamlsafe import load_yaml_plain

@@ -117,7 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 2
         apply_adapter_options(args)
-        return int(args.func(args) or 0)
+        from .resolve import reuse_loads
+
+        with reuse_loads():
+            return int(args.func(args) or 0)
     except RundiffError as exc:
         if debug:
             traceback.print_exc()

@@ -13,18 +13,105 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HISTORY_COLUMNS = ("step", "key", "value", "wall_time")
 
 STATUSES = ("running", "finished", "crashed", "unknown")
 
 
+@dataclass
+class HistoryColumns:
+    """A history as column arrays: what a loader may return instead of a DataFrame.
+
+    Same meaning as the long frame (`step`, `key`, `value`, `wall_time`), with the key as int32
+    codes into `keys`. Engines that read one metric at a time (`Run.series`) and `rundiff ls` work
+    from these arrays directly, so a command that never needs a DataFrame never imports pandas
+    (~0.4 s of start-up here). `notes` are fidelity notes, like a frame's `attrs["fidelity"]`.
+    """
+
+    step: np.ndarray
+    key_codes: np.ndarray
+    keys: list[str]
+    value: np.ndarray
+    wall_time: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    @classmethod
+    def empty(cls, notes: Sequence[str] = ()) -> HistoryColumns:
+        none = np.array([], dtype=np.float64)
+        return cls(none, np.array([], dtype=np.int32), [], none, none, list(notes))
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> HistoryColumns:
+        """The columns of a canonical frame (categorical keys are taken as codes, no re-hashing)."""
+        import pandas as pd
+
+        key = frame["key"].array
+        if isinstance(key, pd.Categorical) and (not len(key) or key.codes.min() >= 0):
+            codes, names = key.codes, [str(k) for k in key.categories.tolist()]
+        else:
+            codes, uniques = pd.factorize(frame["key"], sort=False)
+            names = [str(k) for k in (uniques.tolist() if hasattr(uniques, "tolist") else uniques)]
+        notes = list(frame.attrs.get("fidelity", None) or ())
+        as_float = lambda c: np.asarray(frame[c].to_numpy(), dtype=np.float64)  # noqa: E731
+        return cls(as_float("step"), np.asarray(codes, dtype=np.int32), names, as_float("value"),
+                   as_float("wall_time"), notes)
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        codes = self.key_codes
+        if len(codes) and codes.dtype != np.int32:
+            codes = codes.astype(np.int32)
+        return history_frame(self.step, pd.Categorical.from_codes(codes, categories=self.keys),
+                             self.value, self.wall_time)
+
+    def key_index(self) -> dict[str, np.ndarray]:
+        """Row indices of each logged key, logged order kept (unused key names are dropped)."""
+        codes = self.key_codes
+        if not len(codes):
+            return {}
+        if len(self.keys) == 1:
+            return {self.keys[0]: np.arange(len(codes))}
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(self.keys) + 1))
+        return {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(self.keys)
+                if bounds[i + 1] > bounds[i]}
+
+    def select(self, keys: Sequence[str], index: Mapping[str, np.ndarray] | None = None
+               ) -> HistoryColumns:
+        """The rows of `keys`, in logged order."""
+        index = self.key_index() if index is None else index
+        present = [k for k in keys if k in index]
+        parts = [index[k] for k in present]
+        if not parts:
+            return HistoryColumns.empty()
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p) for p in parts])
+        if len(parts) > 1:  # back to logged order
+            order = np.argsort(rows, kind="stable")
+            rows, codes = rows[order], codes[order]
+        return HistoryColumns(self.step[rows], codes, present, self.value[rows],
+                              self.wall_time[rows])
+
+
+#: What `RunSource.load_history` returns: the canonical long frame, or the same as columns.
+History = Union["pd.DataFrame", HistoryColumns]
+
+
 def empty_history() -> pd.DataFrame:
     """A history frame with no rows and the canonical dtypes."""
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "step": pd.Series([], dtype="float64"),
@@ -35,26 +122,38 @@ def empty_history() -> pd.DataFrame:
     )
 
 
-_HISTORY_INDEX = pd.Index(HISTORY_COLUMNS)
-_PLACEMENTS = [np.array([i]) for i in range(len(HISTORY_COLUMNS))]
-try:  # pandas' public low-level constructor (the one pyarrow's to_pandas uses), pandas ≥ 3
-    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
-except ImportError:  # pragma: no cover
-    _from_blocks = None
+_FRAME_PARTS: list[Any] = []
+
+
+def _frame_parts() -> tuple[Any, Any, Any]:
+    """(column index, block placements, pandas' block constructor or None), built on first use."""
+    if not _FRAME_PARTS:
+        import pandas as pd
+
+        try:  # pandas' public low-level constructor (the one pyarrow's to_pandas uses), pandas ≥ 3
+            from pandas.api.internals import create_dataframe_from_blocks as from_blocks
+        except ImportError:  # pragma: no cover
+            from_blocks = None
+        _FRAME_PARTS.extend([pd.Index(HISTORY_COLUMNS),
+                             [np.array([i]) for i in range(len(HISTORY_COLUMNS))], from_blocks])
+    return _FRAME_PARTS[0], _FRAME_PARTS[1], _FRAME_PARTS[2]
 
 
 def history_frame(step: np.ndarray, key: Any, value: np.ndarray, wall_time: np.ndarray) -> pd.DataFrame:
     """The canonical frame from column arrays. Ready arrays (float64 numpy, categorical key)
     become blocks as they are — zero-copy, 4× faster than the dict constructor on small runs,
     which matters when a query loads hundreds; anything else goes through the constructor."""
+    import pandas as pd
+
+    index, placements, from_blocks = _frame_parts()
     floats = (step, value, wall_time)
-    if _from_blocks is not None and isinstance(key, pd.Categorical) and all(
+    if from_blocks is not None and isinstance(key, pd.Categorical) and all(
             isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1
             and len(a) == len(key) for a in floats):
-        blocks = [(a.reshape(1, -1), _PLACEMENTS[i]) for i, a in ((0, step), (2, value),
-                                                                     (3, wall_time))]
-        blocks.append((key, _PLACEMENTS[1]))
-        return _from_blocks(blocks, pd.RangeIndex(len(key)), _HISTORY_INDEX)
+        blocks = [(a.reshape(1, -1), placements[i]) for i, a in ((0, step), (2, value),
+                                                                    (3, wall_time))]
+        blocks.append((key, placements[1]))
+        return from_blocks(blocks, pd.RangeIndex(len(key)), index)
     return pd.DataFrame(dict(zip(HISTORY_COLUMNS, (step, key, value, wall_time), strict=True)),
                         copy=False)
 
@@ -66,6 +165,8 @@ def make_history(
     wall_time: Sequence[float] | np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Build a canonical history frame from column arrays (vectorised; no per-point objects)."""
+    import pandas as pd
+
     step_arr = np.asarray(step, dtype="float64")
     n = len(step_arr)
     wt = np.full(n, np.nan) if wall_time is None else np.asarray(wall_time, dtype="float64")
@@ -133,18 +234,20 @@ class Run:
     events: list[RunEvent] = field(default_factory=list)
     fidelity: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-    loader: Callable[[Sequence[str] | None], pd.DataFrame] | None = field(
+    loader: Callable[[Sequence[str] | None], History] | None = field(
         default=None, repr=False, compare=False
     )
-    _cache: dict[tuple[str, ...] | None, pd.DataFrame] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    # (sorted keys asked, or None for all) → what was loaded: a frame, or columns until a frame
+    # is asked for
+    _cache: dict[tuple[str, ...] | None, Any] = field(default_factory=dict, repr=False,
+                                                      compare=False)
     _key_index: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _keys: list[str] | None = field(default=None, repr=False, compare=False)
-    _columns: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
+    _full: HistoryColumns | None = field(default=None, repr=False, compare=False)
     _series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _last: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def uid(self) -> str:
@@ -162,49 +265,39 @@ class Run:
         that ask for one metric of many runs many times do not rescan the frame.
         """
         wanted = None if keys is None else tuple(sorted(set(keys)))
-        if None in self._cache:
-            if wanted is None:
-                return self._cache[None]
-            if wanted not in self._cache:
-                self._cache[wanted] = self._slice(wanted)
+        got = self._load(wanted)
+        if isinstance(got, HistoryColumns):
+            got = got.to_frame()
+            self._cache[wanted] = got
+        return got
+
+    def _load(self, wanted: tuple[str, ...] | None) -> Any:
+        """What `history(wanted)` is built from — a frame or columns — loading once."""
+        if wanted in self._cache:
             return self._cache[wanted]
-        if wanted not in self._cache:
-            frame = empty_history() if self.loader is None else self.loader(wanted)
-            for text in frame.attrs.pop("fidelity", None) or ():
-                self.note(text)
-            self._cache[wanted] = frame
-        return self._cache[wanted]
-
-    def _build_key_index(self, full: pd.DataFrame) -> None:
-        key = full["key"].array
-        if isinstance(key, pd.Categorical) and len(key) and key.codes.min() >= 0:
-            codes, names = key.codes, key.categories.tolist()  # no re-hashing
+        if None in self._cache:
+            got = self._columns_full().select(wanted, self._index())
         else:
-            codes, uniques = pd.factorize(full["key"], sort=False)
-            names = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        self._key_index = {str(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(names)
-                           if bounds[i + 1] > bounds[i]}  # unused categories are no keys
-        self._keys = sorted(self._key_index)
-        self._columns = tuple(full[c].to_numpy() for c in ("step", "value", "wall_time"))
+            got = HistoryColumns.empty() if self.loader is None else self.loader(wanted)
+            notes = got.notes if isinstance(got, HistoryColumns) else \
+                got.attrs.pop("fidelity", None)
+            for text in notes or ():
+                self.note(text)
+        self._cache[wanted] = got
+        return got
 
-    def _slice(self, keys: tuple[str, ...]) -> pd.DataFrame:
-        full = self._cache[None]
+    def _columns_full(self) -> HistoryColumns:
+        """The full history as columns (loaded once; a frame from the loader is converted once)."""
+        if self._full is None:
+            got = self._load(None)
+            self._full = got if isinstance(got, HistoryColumns) else HistoryColumns.from_frame(got)
+        return self._full
+
+    def _index(self) -> dict[str, np.ndarray]:
         if self._key_index is None:
-            self._build_key_index(full)
-        present = [k for k in keys if k in self._key_index]
-        parts = [self._key_index[k] for k in present]
-        if not parts:
-            return empty_history()
-        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        key_codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p) for p in parts])
-        if len(parts) > 1:  # back to logged order
-            order = np.argsort(rows, kind="stable")
-            rows, key_codes = rows[order], key_codes[order]
-        step, value, wall = self._columns
-        return history_frame(step[rows], pd.Categorical.from_codes(key_codes, categories=present),
-                             value[rows], wall[rows])
+            self._key_index = self._columns_full().key_index()
+            self._keys = sorted(self._key_index)
+        return self._key_index
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(steps, values, wall_times) of one metric as numpy arrays, logged order, cached.
@@ -213,24 +306,30 @@ class Run:
         """
         hit = self._series.get(key)
         if hit is None:
-            if None not in self._cache:
-                self.history()
-            full = self._cache[None]
-            if self._key_index is None:
-                self._build_key_index(full)
-            rows = self._key_index.get(key, np.array([], dtype=np.intp))
-            step, value, wall = self._columns
-            hit = (step[rows], value[rows], wall[rows])
+            full = self._columns_full()
+            rows = self._index().get(key, np.array([], dtype=np.intp))
+            hit = (full.step[rows], full.value[rows], full.wall_time[rows])
             self._series[key] = hit
         return hit
 
     def metric_keys(self) -> list[str]:
         """Names of the logged metrics (loads the full history once)."""
-        if self._keys is None:
-            if None not in self._cache:
-                self.history()
-            self._build_key_index(self._cache[None])
-        return list(self._keys)
+        self._index()
+        return list(self._keys or ())
+
+    def last_step(self, key: str) -> float:
+        """The largest finite-or-infinite logged step of `key` (NaN when it has none), cached:
+        many-run engines ask it of every run for every metric, often more than once."""
+        hit = self._last.get(key)
+        if hit is None:
+            steps = self.series(key)[0]
+            logged = steps[~np.isnan(steps)]
+            hit = self._last[key] = float(logged.max()) if len(logged) else float("nan")
+        return hit
+
+    def n_points(self) -> int:
+        """How many points the full history holds (loads it once; no DataFrame needed)."""
+        return len(self._columns_full())
 
     def note(self, text: str) -> None:
         """Record a fidelity note once (what was skipped, merged or could not be read)."""

@@ -165,9 +165,14 @@ def redact_run(run: Run) -> Run:
 
 
 def _redacting_loader(loader: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    from .model import HistoryColumns
+
     def load(keys: Any) -> Any:
         with redacted_errors():
             frame = loader(keys)
+        if isinstance(frame, HistoryColumns):
+            frame.notes = [redact_text(str(n)) for n in frame.notes]
+            return frame
         notes = frame.attrs.get("fidelity")
         if notes:
             frame.attrs["fidelity"] = [redact_text(str(n)) for n in notes]

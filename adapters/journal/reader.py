@@ -8,11 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from rundiff_core import RunEvent, empty_history, load_yaml_plain, read_jsonl, step_notes
+from rundiff_core import (
+    HistoryColumns,
+    RunEvent,
+    load_yaml_plain,
+    numeric_column,
+    read_jsonl,
+    step_notes,
+)
 
 STEP_FIELDS = ("step", "_step", "global_step", "iteration", "iter")
 TIME_FIELDS = ("time", "wall_time", "timestamp", "_timestamp", "ts")
@@ -27,13 +32,10 @@ def _first(names: Sequence[str], available: Sequence[str]) -> str | None:
 def _arrow_numeric(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     """(values as float64, present mask) for a numeric/bool Arrow column; None for text."""
     t = col.type
-    if pa.types.is_boolean(t):
-        col = pc.cast(col, pa.int8())
-    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+    if not (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or pa.types.is_null(t)):
         return None
-    present = pc.invert(pc.is_null(col)).to_numpy(zero_copy_only=False)
-    values = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
-    return values, present
+    return numeric_column(col)
 
 
 def _py_numeric(rows: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -49,8 +51,10 @@ def _py_numeric(rows: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.nd
     return (values, present) if saw_number else None
 
 
-def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Every point of metrics.jsonl (wide or long rows) as a canonical long frame, plus notes."""
+def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[HistoryColumns, list[str]]:
+    """Every point of metrics.jsonl (wide or long rows) as canonical history columns, plus notes.
+
+    Columns, not a DataFrame: `rundiff ls` and the one-metric-at-a-time engines never need pandas."""
     res = read_jsonl(path, name=os.path.basename(path))
     notes = list(res.notes)
     if res.table is not None:
@@ -68,7 +72,7 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
         getter = lambda name: _py_numeric(rows, name)  # noqa: E731
         text = lambda name: [r.get(name) for r in rows]  # noqa: E731
     if nrows == 0:
-        return empty_history(), notes
+        return HistoryColumns.empty(), notes
     step_name = _first(STEP_FIELDS, names)
     time_name = _first(TIME_FIELDS, names)
     key_fields = [f for f in KEY_FIELDS if f in names]
@@ -86,25 +90,21 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
         values, present = got if got else (np.full(nrows, np.nan), np.zeros(nrows, bool))
         key_values = np.asarray(text(key_name), dtype=object)
         for other in key_fields[1:]:  # rows may name their metric under `key` or `name`
-            missing = pd.isna(key_values)
+            missing = _missing(key_values)
             if missing.any():
                 key_values[missing] = np.asarray(text(other), dtype=object)[missing]
-        keep = present & pd.notna(key_values)
-        frame = pd.DataFrame(
-            {
-                "step": steps[keep],
-                "key": key_values[keep].astype(str),
-                "value": values[keep],
-                "wall_time": wall[keep],
-            }
-        )
+        keep = present & ~_missing(key_values)
+        names_kept = key_values[keep].astype(str)
+        uniques, codes = np.unique(names_kept, return_inverse=True)  # sorted names
+        kept_names = [str(k) for k in uniques]
+        cols = HistoryColumns(steps[keep], codes.astype(np.int32), kept_names, values[keep],
+                              wall[keep])
         if keys is not None:
-            frame = frame[frame["key"].isin(list(keys))].reset_index(drop=True)
-        notes += step_notes(
-            ((str(k), g.to_numpy()) for k, g in frame.groupby("key", sort=True)["step"]),
-            os.path.basename(path),
-        )
-        return frame, notes
+            cols = cols.select([k for k in kept_names if k in set(keys)])
+        index = cols.key_index()
+        notes += step_notes(((k, cols.step[index[k]]) for k in sorted(index)),
+                            os.path.basename(path))
+        return cols, notes
 
     reserved = {step_name, time_name}
     metric_names = [n for n in names if n not in reserved]
@@ -123,7 +123,7 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
     if text_fields:
         notes.append(f"{os.path.basename(path)}: non-numeric fields not loaded: {', '.join(text_fields[:8])}")
     if not kept:
-        return empty_history(), notes
+        return HistoryColumns.empty(), notes
     # Key by key: each metric's points stay in logged order (the order that matters for
     # duplicates and restarts); a fully present column needs no mask at all.
     idx = [None if m.all() else np.flatnonzero(m) for m in masks]
@@ -132,18 +132,19 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
         ((name, pick(steps, i)) for name, i in zip(kept, idx, strict=True)), os.path.basename(path)
     )
     counts = [nrows if i is None else len(i) for i in idx]
-    frame = pd.DataFrame(
-        {
-            "step": np.concatenate([pick(steps, i) for i in idx]),
-            "key": pd.Categorical.from_codes(
-                np.repeat(np.arange(len(kept), dtype=np.int32), counts), categories=kept
-            ),
-            "value": np.concatenate([pick(c, i) for c, i in zip(cols, idx, strict=True)]),
-            "wall_time": np.concatenate([pick(wall, i) for i in idx]),
-        },
-        copy=False,  # the arrays are fresh; skip pandas' block consolidation copy
+    cols = HistoryColumns(
+        np.concatenate([pick(steps, i) for i in idx]),
+        np.repeat(np.arange(len(kept), dtype=np.int32), counts),
+        kept,
+        np.concatenate([pick(c, i) for c, i in zip(cols, idx, strict=True)]),
+        np.concatenate([pick(wall, i) for i in idx]),
     )
-    return frame, notes
+    return cols, notes
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+    """None/NaN cells of an object array (what pandas.isna says, without pandas)."""
+    return np.array([v is None or (isinstance(v, float) and v != v) for v in values], dtype=bool)
 
 
 def _flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -160,10 +161,11 @@ def _flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def read_events(path: str) -> tuple[list[RunEvent], list[str]]:
     """events.jsonl rows → RunEvents; the kind comes from `event`, `type` or `kind`."""
     res = read_jsonl(path, name=os.path.basename(path))
-    rows = res.to_pandas().to_dict("records") if res.table is not None else (res.rows or [])
+    rows = res.table.to_pylist() if res.table is not None else (res.rows or [])
     events = []
     for row in rows:
-        row = {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
+        row = {k: v for k, v in row.items()
+               if v is not None and not (isinstance(v, float) and np.isnan(v))}
         kind_field = _first(EVENT_KIND_FIELDS, list(row))
         kind = str(row.pop(kind_field)).lower() if kind_field else "unknown"
         step = row.pop("step", None)

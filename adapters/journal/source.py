@@ -5,17 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import pandas as pd
-
 from rundiff_core import (
     Address,
     BaseSource,
+    HistoryColumns,
     InputError,
     Run,
     RunNotFoundError,
     RunRef,
-    empty_history,
-    filter_keys,
 )
 
 from . import find_run_dirs, is_run_dir
@@ -100,14 +97,15 @@ class JournalSource(BaseSource):
         )
         return self.bind(run, ref)
 
-    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> HistoryColumns:
         path = os.path.join(self._dir(ref), "metrics.jsonl")
         if not os.path.isfile(path):
-            return empty_history()
-        frame, notes = read_metrics(path, keys)
-        frame = filter_keys(frame, keys)
-        frame.attrs["fidelity"] = notes
-        return frame
+            return HistoryColumns.empty()
+        cols, notes = read_metrics(path, keys)
+        if keys is not None and not set(cols.keys) <= set(keys):
+            cols = cols.select([k for k in cols.keys if k in set(keys)])
+        cols.notes = notes
+        return cols
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """The sibling `seed-*` run directories of a `seed-*` run: the arm's variance samples."""

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from rundiff_core import RunEvent, make_history
+from rundiff_core import (
+    HistoryColumns,
+    RunEvent,
+)
 
 from . import is_event_file
 from .events import (
@@ -69,16 +71,17 @@ class RunData:
     events: list[RunEvent] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def history(self, keys: Any = None) -> pd.DataFrame:
+    def history(self, keys: Any = None) -> HistoryColumns:
+        """The points as history columns (no DataFrame, so no pandas, until an engine asks)."""
         codes, names = self.key, self.keys
         step, value, wall = self.step, self.value, self.wall_time
         if keys is not None:
             wanted = np.array([k in set(keys) for k in names], dtype=bool)
             sel = wanted[codes] if len(names) else np.zeros(len(codes), bool)
             codes, step, value, wall = codes[sel], step[sel], value[sel], wall[sel]
-        cat = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object)) if names \
-            else pd.Categorical([], categories=pd.Index([], dtype=object))
-        return make_history(step, cat, value, wall)
+        f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+        return HistoryColumns(f64(step), np.asarray(codes, dtype=np.int32), list(names),
+                              f64(value), f64(wall))
 
 
 def read_run(paths: list[str], *, purge: str = "keep", root: str | None = None) -> RunData:
@@ -258,8 +261,7 @@ def _order_notes(data: RunData, p_event: np.ndarray, ev_file: np.ndarray, files:
     if not back.any() and not (same & (d == 0)).any():
         return []
     notes = []
-    frame = pd.DataFrame({"k": codes, "s": data.step})
-    dup = frame.duplicated(["k", "s"]).to_numpy()
+    dup = _repeats(codes, data.step)
     if dup.any():
         per = np.bincount(codes[dup], minlength=len(data.keys))
         top = [f"{data.keys[i]} {per[i]}" for i in np.argsort(-per, kind="stable") if per[i]]
@@ -290,6 +292,19 @@ def _order_notes(data: RunData, p_event: np.ndarray, ev_file: np.ndarray, files:
                      f"{_clip(top)}; e.g. {', '.join(examples)}; {how}"
                      + (f"; {more} more rollback event(s) not listed in events" if more > 0 else ""))
     return notes
+
+
+def _repeats(codes: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """True for each point whose (tag, step) pair appeared earlier (what DataFrame.duplicated says)."""
+    n = len(step)
+    out = np.zeros(n, dtype=bool)
+    if n < 2:
+        return out
+    order = np.lexsort((np.arange(n), step, codes))  # by tag, then step, then logged position
+    k, s = codes[order], step[order]
+    same = (k[1:] == k[:-1]) & ((s[1:] == s[:-1]) | (np.isnan(s[1:]) & np.isnan(s[:-1])))
+    out[order[1:][same]] = True
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -417,7 +432,10 @@ def _purge(mode: str, files: list[FileEvents], offsets: np.ndarray, ev_step: np.
             v = parse_file_version(text)
             if v is not None:
                 fv[offsets[i] + row] = v
-    new_mode = pd.Series(fv).ffill().to_numpy() >= 2  # NaN (no file_version yet) is False
+    seen = np.where(np.isnan(fv), 0, np.arange(n_ev))  # forward-fill the last file_version
+    np.maximum.accumulate(seen, out=seen)
+    filled = fv[seen]
+    new_mode = np.nan_to_num(filled, nan=0.0) >= 2  # NaN (no file_version yet) is False
     starts = np.flatnonzero(new_mode & (ev_status == SESSION_START))
     if mode == "tensorboard":
         starts = starts[1:]

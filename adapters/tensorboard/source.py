@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import pandas as pd
-
 from rundiff_core import (
     Address,
     AddressError,
     BaseSource,
+    HistoryColumns,
     InputError,
     Run,
     RunNotFoundError,
@@ -149,7 +148,7 @@ class TensorBoardSource(BaseSource):
         )
         return self.bind(run, ref)
 
-    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> HistoryColumns:
         return self._read(ref).history(keys)
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:

@@ -22,10 +22,12 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from crc32c import crc32c
 
-from rundiff_core import protobuf
+from rundiff_core import (
+    factorize,
+    protobuf,
+)
 
 HEADER = 12  # uint64 length + uint32 masked crc of it
 FOOTER = 4  # uint32 masked crc of the data
@@ -153,7 +155,7 @@ def _chain(data: bytes, size: int) -> tuple[np.ndarray, int] | None:
     marks[size] = True
     cand = cand[marks[nxt]]
     lens = lengths_at[cand]
-    codes, uniq = pd.factorize(lens)
+    codes, uniq = factorize(lens)
     expect = np.fromiter(
         (masked_crc(int(v).to_bytes(8, "little")) for v in uniq), dtype=np.uint64, count=len(uniq)
     )

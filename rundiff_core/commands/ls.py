@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..render import dumps, fmt_step
 from ..render.formats import emit, format_choices
@@ -22,15 +25,14 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
         "seed": run.seed,
     }
     if with_points:
-        h = run.history()
         keys = []
-        if len(h):
-            g = h.groupby("key", observed=True, sort=True)["step"].agg(["count", "min", "max"])
-            for key, rec in g.iterrows():
-                keys.append({"key": str(key), "points": int(rec["count"]),
-                             "first_step": float(rec["min"]), "last_step": float(rec["max"])})
+        for key in run.metric_keys():  # sorted; from the run's columns, no DataFrame
+            steps = run.series(key)[0]
+            keys.append({"key": key, "points": int(len(steps)),
+                         "first_step": float(np.nanmin(steps)) if len(steps) else math.nan,
+                         "last_step": float(np.nanmax(steps)) if len(steps) else math.nan})
         row["keys"] = keys
-        row["points"] = int(len(h))
+        row["points"] = run.n_points()
     row["fidelity"] = list(run.fidelity)
     return row
 

@@ -33,6 +33,13 @@ def add_parser(sub: CommandHost) -> None:
 
 
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
+    from ..resolve import reuse_loads
+
+    with reuse_loads():  # each poll reads afresh: runs reused within it, never across polls
+        return _check(args, stale)
+
+
+def _check(args: argparse.Namespace, stale: float) -> WatchResult:
     from ..engines.arms import load_arm
     from ..engines.runset import load_sources
     from ..engines.watch import WatchResult, WatchState, check_run, state_key

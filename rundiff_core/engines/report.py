@@ -99,14 +99,15 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> Experi
     step = primary.step
     modal = _modal_config(runs)
     rows = []
+    at = {m: common_step(runs, m) for m in (*proxy, *downstream)}  # once, not once per run
     for r in runs:
         flat = {k: v for k, v in r.flat_config.items() if not SEED_KEYS.search(k)}
         cdiff = {k: redact(flat.get(k), k) for k in sorted(set(flat) | set(modal))
                  if flat.get(k) != modal.get(k)}
         rows.append(ResultRow(
             run=r.name, address=r.address, step=step, config_diff=cdiff,
-            proxy={m: value_at(r, m, common_step(runs, m)).value for m in proxy},
-            downstream={m: value_at(r, m, common_step(runs, m)).value for m in downstream},
+            proxy={m: value_at(r, m, at[m]).value for m in proxy},
+            downstream={m: value_at(r, m, at[m]).value for m in downstream},
             gpu_hours=gpu_hours(r).gpu_hours, status=r.status,
         ))
     best = None

@@ -113,8 +113,7 @@ def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True) -> list[Group]
 
 
 def last_step(run: Run, metric: str) -> float:
-    steps = run.series(metric)[0]
-    return float(np.nanmax(steps)) if len(steps) else math.nan
+    return run.last_step(metric)
 
 
 def common_step(runs: Iterable[Run], metric: str) -> float:

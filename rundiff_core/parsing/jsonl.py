@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pa_json
 
@@ -37,9 +36,11 @@ class JsonlResult:
     notes: list[str] = field(default_factory=list)
     skipped_lines: list[int] = field(default_factory=list)
 
-    def to_pandas(self) -> pd.DataFrame:
+    def to_pandas(self) -> Any:  # a pandas.DataFrame; pandas is imported only here
         if self.table is not None:
             return self.table.to_pandas()
+        import pandas as pd
+
         return pd.DataFrame(self.rows or [])
 
 

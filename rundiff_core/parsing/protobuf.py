@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+
+from rundiff_core.parsing.codes import factorize
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _SEVEN = np.uint64(0x7F)
@@ -438,7 +439,7 @@ def factorize_spans(
     h = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     for w in (first_w, last_w):
         h ^= w + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
-    codes, uniq = pd.factorize(h)
+    codes, uniq = factorize(h)
     codes = codes.astype(np.int64)
     first = np.empty(len(uniq), np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)  # last write wins: the first occurrence
@@ -451,7 +452,7 @@ def factorize_spans(
             same[long] &= w == _word(buf, starts[rep[long]], lengths[rep[long]], j)
     if not same.all():  # a hash collision: group exactly
         raw = [bytes(buf[s : s + k]) for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)]
-        codes, _ = pd.factorize(pd.Series(raw, dtype=object))
+        codes, _ = factorize(np.array(raw, dtype=object))
         codes = codes.astype(np.int64)
         first = np.empty(codes.max() + 1, np.int64)
         first[codes[::-1]] = np.arange(n - 1, -1, -1)
