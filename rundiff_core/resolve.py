@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .address import Address, parse_address
 from .detect import detect_project, sniff_path
 from .errors import AddressError, InputError, UsageError
-from .model import Run
 from .plugins import Plugins, get_plugins
 from .redact import redacted_errors, redacted_source
 from .registry import AdapterSpec
 from .source import RunSource
+
+if TYPE_CHECKING:
+    from .model import Run
 
 # Active reuse scopes (innermost last): canonical address → source, (adapter, run address) → Run.
 _SCOPES: list[tuple[dict[str, Any], dict[tuple[str, str], Run]]] = []

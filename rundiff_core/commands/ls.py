@@ -6,8 +6,6 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..render import dumps, fmt_step
 from ..render.formats import emit, format_choices
 
@@ -25,6 +23,8 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
         "seed": run.seed,
     }
     if with_points:
+        import numpy as np
+
         keys = []
         for key in run.metric_keys():  # sorted; from the run's columns, no DataFrame
             steps = run.series(key)[0]
