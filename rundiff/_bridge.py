@@ -10,8 +10,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+# A check every loaded run's address passes before anything is computed from it (the MCP server
+# confines reads to its roots with it); None for the plain API.
+_RUN_GUARD: ContextVar[Callable[[Iterable[str]], None] | None] = ContextVar("rundiff_run_guard",
+                                                                           default=None)
+
+
+@contextmanager
+def guarded(check: Callable[[Iterable[str]], None]) -> Iterator[None]:
+    """Run the block with `check(addresses)` called on every run any loader here produces."""
+    token = _RUN_GUARD.set(check)
+    try:
+        yield
+    finally:
+        _RUN_GUARD.reset(token)
+
+
+def _checked(addresses: Iterable[str]) -> None:
+    check = _RUN_GUARD.get()
+    if check is not None:
+        check(list(addresses))
 
 
 # ---- loading -----------------------------------------------------------------------------------
@@ -19,14 +42,18 @@ def load_runs(address: str) -> list[Any]:
     """Every run an address names, metadata loaded, histories lazy (as `rundiff ls`)."""
     from rundiff_core.resolve import load_runs as _load_runs
 
-    return _load_runs(address)
+    runs = _load_runs(address)
+    _checked(r.address for r in runs)
+    return runs
 
 
 def load_sources(addresses: Sequence[str]) -> list[Any]:
     """Runs for `rank`/`ablate` (as the CLI; no progress bar: the API prints nothing)."""
     from rundiff_core.engines.runset import load_sources as _load_sources
 
-    return _load_sources(list(addresses), progress=False)
+    runs = _load_sources(list(addresses), progress=False)
+    _checked(r.address for r in runs)
+    return runs
 
 
 def default_addresses() -> list[str]:
@@ -38,13 +65,17 @@ def default_addresses() -> list[str]:
 def load_arm(address: str, *, siblings: bool) -> Any:
     from rundiff_core.engines.arms import load_arm as _load_arm
 
-    return _load_arm(address, siblings=siblings)
+    arm = _load_arm(address, siblings=siblings)
+    _checked([arm.primary.address, *(r.address for r in arm.seeds)])
+    return arm
 
 
 def resolve_arms(addresses: Sequence[str], student: str | None, siblings: bool) -> tuple[list[Any], int | None]:
     from rundiff_core.commands.compare import resolve_arms as _resolve_arms
 
-    return _resolve_arms(list(addresses), student, siblings)
+    arms, student_index = _resolve_arms(list(addresses), student, siblings)
+    _checked(r.address for arm in arms for r in [arm.primary, *arm.seeds])
+    return arms, student_index
 
 
 # ---- engines -----------------------------------------------------------------------------------
@@ -116,6 +147,7 @@ def run_trajectories(runs: Sequence[str], *, baseline: str | None, repeats: dict
     loaded = []
     for label, raw in zip(labels, ns.runs, strict=True):
         r = cmd.load_trajectory_run(raw)
+        _checked([r.path])
         r.label = label
         loaded.append(r)
     for who, paths in repeats.items():

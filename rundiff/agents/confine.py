@@ -1,0 +1,134 @@
+"""Which addresses the MCP server may read: paths under its roots, remote trackers only if allowed.
+
+An agent can type any string, so every address is checked before anything is opened, and every
+run that loading produced (seed siblings included) is checked again before an answer is built:
+
+- a path, or a path scheme (`journal:`, `tb:`, `traj:`, `local:`, `parquet:`, third-party
+  schemes) — the path before any `#selector`, with `~`, `..` and symlinks resolved, must lie inside
+  one of the roots;
+- `wandb:`, `neptune:` and `mlflow:` name a path when the locator (the store, for mlflow) exists on
+  disk or looks like one (`.`, `/`, `~`, `sqlite:///`, `file://`) — checked as above — and a
+  tracking server otherwise (`wandb:ENT/PROJ`, `mlflow:http://…#exp`), as does any other scheme
+  that is not a path on disk (`https://wandb.ai/…`): refused unless the server was started with
+  `--allow-remote`;
+- an `mlflow:` address without a store would read the default store (MLFLOW_TRACKING_URI or
+  ./mlruns), which is neither a root nor named: refused unless `--allow-remote`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rundiff_core.address import parse_address
+from rundiff_core.errors import UsageError
+
+REMOTE_CAPABLE = ("wandb", "neptune", "mlflow")
+
+
+class OutsideRootsError(UsageError):
+    """An address names a path outside the server's roots, or a server it may not contact."""
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def _looks_like_path(locator: str) -> bool:
+    return locator.startswith((".", "/", "~")) or locator.endswith(".wandb") or os.path.exists(locator)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The roots (resolved once at start) and whether tracking servers may be contacted."""
+
+    roots: tuple[str, ...]
+    allow_remote: bool = False
+
+    @classmethod
+    def of(cls, roots: Sequence[str] | None = None, *, allow_remote: bool = False) -> Confinement:
+        chosen = list(roots or [os.getcwd()])
+        for r in chosen:
+            if not os.path.isdir(r):
+                raise UsageError(f"--root {r} is not a folder", hint="give an existing folder")
+        return cls(tuple(dict.fromkeys(_real(r) for r in chosen)), allow_remote)
+
+    def _inside(self, path: str) -> bool:
+        real = _real(path)
+        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+                   for root in self.roots)
+
+    def check_path(self, path: str, shown: str | None = None) -> None:
+        """Refuse a path that resolves outside every root."""
+        if not self._inside(path):
+            raise OutsideRootsError(
+                f"{shown or path} is outside the folders this server may read",
+                hint="roots: " + ", ".join(self.roots) + " — restart `rundiff mcp` with "
+                "--root DIR to add one")
+
+    def _remote(self, raw: str, what: str) -> None:
+        if not self.allow_remote:
+            raise OutsideRootsError(
+                f"{raw} names {what}, and this server reads local files only",
+                hint="restart `rundiff mcp` with --allow-remote to let it contact tracking "
+                "servers, or give a path under " + ", ".join(self.roots))
+
+    def check_address(self, raw: str) -> None:
+        """Refuse an address outside the roots (see the module docstring for the rules)."""
+        address = parse_address(raw)
+        scheme, locator = address.scheme, address.locator
+        if scheme is None or (scheme not in REMOTE_CAPABLE and not _is_url(raw)):
+            if scheme is not None and not _registered(scheme) and not os.path.exists(raw):
+                return self._remote(raw, f"an unknown scheme '{scheme}:'")
+            path = locator if scheme is not None and _registered(scheme) else raw
+            self.check_path(path.split("#", 1)[0] or ".", raw)
+            if "#" in path and os.path.exists(path):
+                self.check_path(path, raw)
+            return None
+        if scheme not in REMOTE_CAPABLE:  # a URL such as https://wandb.ai/…
+            return self._remote(raw, "a web address")
+        if scheme == "mlflow":
+            return self._check_mlflow(raw, locator)
+        head = locator.split("#", 1)[0].split("?", 1)[0]
+        if head and _looks_like_path(head):
+            return self.check_path(head, raw)
+        return self._remote(raw, f"a {scheme} server")
+
+    def _check_mlflow(self, raw: str, locator: str) -> None:
+        store, sep, _selector = locator.partition("#")
+        if not sep:
+            if _looks_like_path(store):
+                return self.check_path(store, raw)
+            return self._remote(raw, "mlflow's default store (MLFLOW_TRACKING_URI or ./mlruns)")
+        for prefix in ("sqlite:///", "file://"):
+            if store.startswith(prefix):
+                return self.check_path(store[len(prefix):] or "/", raw)
+        if "://" in store:
+            return self._remote(raw, "an MLflow tracking server")
+        return self.check_path(store or ".", raw)
+
+    def check_addresses(self, addresses: Iterable[str]) -> None:
+        for raw in addresses:
+            self.check_address(raw)
+
+    def check_loaded(self, addresses: Iterable[str]) -> None:
+        """Check the canonical address of every run loading produced (seed siblings too)."""
+        for address in addresses:
+            try:
+                self.check_address(address)
+            except OutsideRootsError as exc:
+                raise OutsideRootsError(
+                    f"reading this needs {address}, which is outside the folders this server "
+                    "may read (a seed sibling or a run a folder links to)",
+                    hint=exc.hint) from None
+
+
+def _is_url(raw: str) -> bool:
+    return "://" in raw.split("#", 1)[0] and parse_address(raw).scheme not in REMOTE_CAPABLE
+
+
+def _registered(scheme: str) -> bool:
+    from .._bridge import registered_schemes
+
+    return scheme in registered_schemes()
