@@ -38,7 +38,29 @@ _EXPORTS: dict[str, str] = {
     "RunNotFoundError": "rundiff_core.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AblateResult",
+    "AddressError",
+    "CompareResult",
+    "DiffResult",
+    "InputError",
+    "MetricNotFoundError",
+    "MissingDependencyError",
+    "RankResult",
+    "Run",
+    "RunNotFoundError",
+    "RundiffError",
+    "TrajectoriesResult",
+    "UsageError",
+    "VERDICTS",
+    "ablate",
+    "compare",
+    "diff",
+    "history",
+    "rank",
+    "runs",
+    "trajectories",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -17,6 +17,7 @@ from .results import AblateResult, CompareResult, DiffResult, RankResult, Trajec
 
 if TYPE_CHECKING:
     import pandas as pd
+
     from rundiff_core.model import Run
 
 HISTORY_COLUMNS = ("run", "address", "step", "key", "value", "wall_time")
