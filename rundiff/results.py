@@ -38,7 +38,7 @@ def _num(x: Any) -> float:
         return math.nan
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
     """Base of every API result: `raw` is the engine's result object."""
 
@@ -75,8 +75,14 @@ class Result:
     def __str__(self) -> str:
         return self.to_markdown()
 
+    def __repr__(self) -> str:
+        return f"<rundiff.{type(self).__name__}: {self._headline()}>"
 
-@dataclass
+    def _headline(self) -> str:
+        return f"rundiff {self.command}"
+
+
+@dataclass(repr=False)
 class DiffResult(Result):
     """`rundiff diff A B`: config diff, headline metric, seeds, stability and a strict verdict."""
 
@@ -106,6 +112,9 @@ class DiffResult(Result):
     def pooled_sigma(self) -> float:
         return float(self.raw.pooled_sigma)
 
+    def _headline(self) -> str:
+        return f"{self.raw.a_name} vs {self.raw.b_name} on {self.raw.metric}: {self.verdict_line}"
+
     def _render_markdown(self) -> str:
         return _bridge.diff_markdown(self.raw, self.precision)
 
@@ -133,7 +142,7 @@ class DiffResult(Result):
                              "value", "step", "n_points"))
 
 
-@dataclass
+@dataclass(repr=False)
 class CompareResult(Result):
     """`rundiff compare ADDR…`: every baseline sliced at the student's current step."""
 
@@ -153,6 +162,10 @@ class CompareResult(Result):
     @property
     def conclusion(self) -> list[str]:
         return list(self.raw.conclusion)
+
+    def _headline(self) -> str:
+        return (f"{len(self.raw.baselines)} baseline(s) at {self.raw.x_label} {self.step:g} of "
+                f"student {self.student}, {len(self.raw.metrics)} metric(s)")
 
     def _render_markdown(self) -> str:
         return _bridge.compare_markdown(self.raw, self.precision, self.trace)
@@ -206,7 +219,7 @@ class CompareResult(Result):
         return body[: -len("</div>")] + figures_html(figures) + "</div>"
 
 
-@dataclass
+@dataclass(repr=False)
 class RankResult(Result):
     """`rundiff rank SRC…`: groups ranked at the latest step all runs reached."""
 
@@ -216,6 +229,9 @@ class RankResult(Result):
     def best(self) -> str | None:
         """The best group on the primary (first) metric."""
         return self.raw.metrics[0].best if self.raw.metrics else None
+
+    def _headline(self) -> str:
+        return f"{self.raw.n_runs} run(s) in {self.raw.n_groups} group(s); best: {self.best}"
 
     def _render_markdown(self) -> str:
         return _bridge.rank_markdown(self.raw, self.precision)
@@ -240,11 +256,14 @@ class RankResult(Result):
                              "run_id", "value", "step_used", "method"))
 
 
-@dataclass
+@dataclass(repr=False)
 class AblateResult(Result):
     """`rundiff ablate --baseline B SRC…`: changed keys and same-step deltas vs the baseline."""
 
     command = "ablate"
+
+    def _headline(self) -> str:
+        return f"{len(self.raw.ablations)} ablation(s) vs {self.raw.baseline}"
 
     def _render_markdown(self) -> str:
         return _bridge.ablate_markdown(self.raw, self.precision)
@@ -266,7 +285,7 @@ class AblateResult(Result):
                              "improves", "impact"))
 
 
-@dataclass
+@dataclass(repr=False)
 class TrajectoriesResult(Result):
     """`rundiff trajectories A B…`: the per-task behavioural diff, kept in memory."""
 
@@ -284,6 +303,10 @@ class TrajectoriesResult(Result):
     def verdicts(self) -> list[str]:
         """Each pair's "is this gap RL-shaped?" verdict text."""
         return [p.summary["verdict"]["text"] for p in self.raw]
+
+    def _headline(self) -> str:
+        return "; ".join(f"{p.baseline.label} vs {p.candidate.label}: {p.summary['verdict']['label']}"
+                         for p in self.raw)
 
     def to_dict(self) -> dict[str, Any]:
         """The matrix document `--format json` prints, without its `files` (nothing is written)."""

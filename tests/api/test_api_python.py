@@ -193,3 +193,29 @@ def test_trajectories_in_memory_match_the_cli(realdata: Path, tmp_path: Path,
     assert counts["regression"] == matrix["regression"]["count"] == mine["pairs"][0]["regressions"]["count"]
     assert counts["reachable_gap"] == matrix["reachable_gap"]["count"]
     assert r.summary().splitlines()[-1].startswith("  B loses")
+
+
+def test_results_have_short_reprs_and_the_package_exports_what_it_lists(
+        demo_runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(demo_runs.parent)
+    r = rundiff.diff("runs/exp-baseline/seed-0", "runs/exp-higher-lr/seed-0")
+    assert repr(r) == ("<rundiff.DiffResult: runs/exp-baseline/seed-0 vs runs/exp-higher-lr/seed-0 "
+                       f"on loss: {VERDICTS[0]}>")
+    assert str(r) == r.to_markdown()
+    c = rundiff.compare("runs/exp-baseline", "runs/exp-student/seed-0", metric="loss")
+    assert repr(c) == ("<rundiff.CompareResult: 1 baseline(s) at step 160 of student "
+                       "runs/exp-student/seed-0, 1 metric(s)>")
+    assert sorted(rundiff.__all__) == sorted(rundiff._EXPORTS)
+    for name in rundiff.__all__:
+        assert getattr(rundiff, name) is not None
+
+
+def test_pyproject_lists_every_api_subpackage() -> None:
+    import tomllib
+
+    repo = Path(__file__).resolve().parents[2]
+    listed = set(tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.relative_to(repo).parts[:-1]) for p in (repo / "rundiff").rglob("__init__.py")}
+    assert found and found <= listed, sorted(found - listed)
+    extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("mcp") for d in extras["mcp"]) and "mcp" in extras["all"][0]

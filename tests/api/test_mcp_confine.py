@@ -112,3 +112,16 @@ def test_secrets_in_messages_are_redacted(tree: Path) -> None:
     secret = "sk-proj-SECRETSECRETSECRET1234567890"
     answer = tools.ls([f"runs/{secret}"])
     assert answer.error and secret not in answer.text and secret not in json.dumps(answer.data)
+
+
+def test_without_the_sdk_the_command_says_which_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['mcp'] = None; sys.modules['mcp_types'] = None; "
+            "from rundiff_core.cli import main; sys.exit(main(['mcp', '--root', '.']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ}, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "needs the MCP SDK" in out.stderr and "rundiff[mcp]" in out.stderr
+    assert "Traceback" not in out.stderr
