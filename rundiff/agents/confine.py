@@ -11,6 +11,8 @@ run that loading produced (seed siblings included) is checked again before an an
   tracking server otherwise (`wandb:ENT/PROJ`, `mlflow:http://…#exp`), as does any other scheme
   that is not a path on disk (`https://wandb.ai/…`): refused unless the server was started with
   `--allow-remote`;
+- a bare address that is not a path on disk is refused (the CLI would look it up as a run name in
+  the project it detects, which may be a tracking server);
 - an `mlflow:` address without a store would read the default store (MLFLOW_TRACKING_URI or
   ./mlruns), which is neither a root nor named: refused unless `--allow-remote`.
 """
@@ -22,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rundiff_core.address import parse_address
-from rundiff_core.errors import UsageError
+from rundiff_core.errors import RunNotFoundError, UsageError
 
 REMOTE_CAPABLE = ("wandb", "neptune", "mlflow")
 
@@ -82,7 +84,15 @@ class Confinement:
             if scheme is not None and not _registered(scheme) and not os.path.exists(raw):
                 return self._remote(raw, f"an unknown scheme '{scheme}:'")
             path = locator if scheme is not None and _registered(scheme) else raw
-            self.check_path(path.split("#", 1)[0] or ".", raw)
+            head = path.split("#", 1)[0] or "."
+            self.check_path(head, raw)
+            if scheme is None and not os.path.exists(head):
+                # the CLI looks a bare name up in the project it detects — possibly a tracking
+                # server named by the environment; the server only reads what it is given
+                raise RunNotFoundError(f"{raw} does not exist",
+                                       hint="give a path under " + ", ".join(self.roots)
+                                       + " or a scheme:locator address (run names are not "
+                                       "looked up here)")
             if "#" in path and os.path.exists(path):
                 self.check_path(path, raw)
             return None

@@ -105,8 +105,8 @@ class Tools:
     # -- tools -----------------------------------------------------------------------------------
     def ls(self, addresses: list[str]) -> Answer:
         def build() -> tuple[str, dict[str, Any]]:
-            rows = _bridge.as_json(_bridge.ls_rows(addresses, points=True))
-            return _bridge.ls_markdown(rows), {"runs": rows}
+            rows = _bridge.ls_rows(addresses, points=True)
+            return _bridge.ls_markdown(rows), {"runs": _bridge.as_json(rows)}
 
         return self._answer("ls", list(addresses), "list one run or a smaller folder", build)
 

@@ -13,7 +13,7 @@ from rundiff.agents.server import parse_http
 from rundiff.agents.tools import Tools
 from rundiff_core.demo import make_arm, write_journal_run
 from rundiff_core.engines.diff import VERDICTS
-from rundiff_core.errors import UsageError
+from rundiff_core.errors import RunNotFoundError, UsageError
 
 
 @pytest.fixture
@@ -58,6 +58,18 @@ def test_remote_trackers_need_allow_remote(tree: Path) -> None:
             remote.check_address(address)
     local.check_address("mlflow:runs#exp")
     local.check_address("wandb:./runs")
+
+
+def test_bare_run_names_are_not_looked_up(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI resolves a bare name through project detection (WANDB_API_KEY → a W&B project);
+    the server refuses it before anything is detected."""
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    c = Confinement.of([str(tree / "root")], allow_remote=True)
+    with pytest.raises(RunNotFoundError) as exc:
+        c.check_address("seed-0")
+    assert "not looked up" in exc.value.hint
+    answer = Tools(c).compare(["seed-0", "runs/exp-b"])
+    assert answer.error and answer.data["error"]["type"] == "RunNotFoundError"
 
 
 def test_parse_http_is_loopback_only() -> None:
