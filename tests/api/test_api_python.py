@@ -219,3 +219,18 @@ def test_pyproject_lists_every_api_subpackage() -> None:
     assert found and found <= listed, sorted(found - listed)
     extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(d.startswith("mcp") for d in extras["mcp"]) and "mcp" in extras["all"][0]
+
+
+def test_trajectories_repeats_and_baseline_match_the_cli(realdata: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    src = realdata / TAU
+    a, b, b2 = (f"traj:{src}#trial={i}" for i in (0, 1, 2))
+    r = rundiff.trajectories(a, b, baseline="B", repeats={"A": [b2]}, min_n=5)
+    cli = _cli_json(capsys, "trajectories", a, b, "--baseline", "B", "--repeats", f"A={b2}",
+                    "--min-n", "5", "--out", str(tmp_path / "out"))
+    assert r.to_dict()["pairs"] == cli["pairs"] and r.to_dict()["command"] == cli["command"]
+    pair = r.to_dict()["pairs"][0]
+    assert pair["stability"]["tasks_with_repeats"] == 50  # trial 2 replays every task of A
+    assert r.pairs[0].baseline.label == "B"
+    with pytest.raises(rundiff.UsageError):
+        rundiff.trajectories(a, b, min_n=0)
