@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,18 @@ if TYPE_CHECKING:
 _STYLE = ("<style>.rundiff-result table{border-collapse:collapse;margin:.4em 0}"
           ".rundiff-result th,.rundiff-result td{border:1px solid #ccc;padding:2px 6px;"
           "text-align:left}</style>")
+
+
+_EMPHASIS = re.compile(r"<p>_(.+)_</p>")
+_FOOTNOTE = re.compile(r"\[\^(\d+)\]:?")
+
+
+def _notebook_html(markdown: str) -> str:
+    """The report's Markdown as HTML, with the two spans rundiff writes that the core's small
+    converter leaves as text: `_emphasis_` paragraphs and `[^N]` footnote marks."""
+    body = _EMPHASIS.sub(r"<p><em>\1</em></p>", _bridge.markdown_to_html(markdown))
+    body = _FOOTNOTE.sub(r"<sup>\1</sup>", body)
+    return f'<div class="rundiff-result">{_STYLE}{body}</div>'
 
 
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
@@ -69,8 +82,7 @@ class Result:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        body = _bridge.markdown_to_html(self.to_markdown())
-        return f'<div class="rundiff-result">{_STYLE}{body}</div>'
+        return _notebook_html(self.to_markdown())
 
     def __str__(self) -> str:
         return self.to_markdown()

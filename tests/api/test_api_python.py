@@ -85,6 +85,7 @@ def test_compare_frame_holds_the_baseline_at_the_students_step(journal: Path,
     assert r._repr_markdown_() == r.to_markdown()
     page = r._repr_html_()
     assert "<table>" in page and "plotly-graph-div" in page and "student at step 160" in page
+    assert "[^1]" not in page and "<sup>1</sup>" in page  # footnotes link the cells to sources
     assert _hashes(journal) == before and sorted(os.listdir(journal)) == ["base", "student"]
 
 
