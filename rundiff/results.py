@@ -25,13 +25,16 @@ _STYLE = ("<style>.rundiff-result table{border-collapse:collapse;margin:.4em 0}"
 
 _EMPHASIS = re.compile(r"<p>_(.+)_</p>")
 _FOOTNOTE = re.compile(r"\[\^(\d+)\]:?")
+_CODE = re.compile(r"`([^`<>]+)`")
+_STRONG = re.compile(r"\*\*([^*<>]+)\*\*")
 
 
 def _notebook_html(markdown: str) -> str:
-    """The report's Markdown as HTML, with the two spans rundiff writes that the core's small
-    converter leaves as text: `_emphasis_` paragraphs and `[^N]` footnote marks."""
+    """The report's Markdown as HTML, with the spans rundiff writes that the core's small
+    converter leaves as text: `_emphasis_` paragraphs, `[^N]` footnote marks, code, bold."""
     body = _EMPHASIS.sub(r"<p><em>\1</em></p>", _bridge.markdown_to_html(markdown))
     body = _FOOTNOTE.sub(r"<sup>\1</sup>", body)
+    body = _CODE.sub(r"<code>\1</code>", _STRONG.sub(r"<strong>\1</strong>", body))
     return f'<div class="rundiff-result">{_STYLE}{body}</div>'
 
 

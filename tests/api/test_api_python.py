@@ -111,7 +111,8 @@ def test_diff_verdict_is_a_strict_template_and_matches_the_cli(demo_runs: Path,
     assert sorted(seeds["arm"].value_counts().to_dict().items()) == [("A", 3), ("B", 3)]
     assert seeds[seeds["arm"] == "B"]["value"].mean() - seeds[seeds["arm"] == "A"]["value"].mean() \
         == pytest.approx(r.delta)
-    assert "demo-secret-key" not in r.to_markdown() + json.dumps(r.to_dict())
+    assert "demo-secret-key" not in r.to_markdown() + json.dumps(r.to_dict()) + r._repr_html_()
+    assert "<code>optim.lr</code>" in r._repr_html_() and "`" not in r._repr_html_()
 
 
 def test_diff_of_single_seeds_is_unknown_and_no_seeds_is_honoured(demo_runs: Path) -> None:
