@@ -80,24 +80,35 @@ class Confinement:
         """Refuse an address outside the roots (see the module docstring for the rules)."""
         address = parse_address(raw)
         scheme, locator = address.scheme, address.locator
-        if scheme is None or (scheme not in REMOTE_CAPABLE and not _is_url(raw)):
-            if scheme is not None and not _registered(scheme) and not os.path.exists(raw):
-                return self._remote(raw, f"an unknown scheme '{scheme}:'")
-            path = locator if scheme is not None and _registered(scheme) else raw
-            head = path.split("#", 1)[0] or "."
-            self.check_path(head, raw)
-            if scheme is None and not os.path.exists(head):
-                # the CLI looks a bare name up in the project it detects — possibly a tracking
-                # server named by the environment; the server only reads what it is given
-                raise RunNotFoundError(f"{raw} does not exist",
-                                       hint="give a path under " + ", ".join(self.roots)
-                                       + " or a scheme:locator address (run names are not "
-                                       "looked up here)")
-            if "#" in path and os.path.exists(path):
-                self.check_path(path, raw)
-            return None
-        if scheme not in REMOTE_CAPABLE:  # a URL such as https://wandb.ai/…
+        if scheme in REMOTE_CAPABLE:
+            return self._check_tracker(raw, scheme, locator)
+        if scheme is None:
+            return self._check_bare(raw)
+        if "://" in raw.split("#", 1)[0]:  # https://wandb.ai/…, tb:s3://bucket/…
             return self._remote(raw, "a web address")
+        if _registered(scheme):
+            return self._check_path_locator(raw, locator)
+        if os.path.exists(raw):  # `x:y` that is no scheme but a file name
+            return self._check_path_locator(raw, raw)
+        return self._remote(raw, f"an unknown scheme '{scheme}:'")
+
+    def _check_path_locator(self, raw: str, path: str) -> None:
+        """The path before a `#selector` (and the whole locator, when it is itself a path)."""
+        self.check_path(path.split("#", 1)[0] or ".", raw)
+        if "#" in path and os.path.exists(path):
+            self.check_path(path, raw)
+
+    def _check_bare(self, raw: str) -> None:
+        self._check_path_locator(raw, raw)
+        if not os.path.exists(raw.split("#", 1)[0] or "."):
+            # the CLI looks a bare name up in the project it detects — possibly a tracking
+            # server the environment names; the server reads only what it is given
+            raise RunNotFoundError(f"{raw} does not exist",
+                                   hint="give a path under " + ", ".join(self.roots)
+                                   + " or a scheme:locator address (run names are not looked "
+                                   "up here)")
+
+    def _check_tracker(self, raw: str, scheme: str, locator: str) -> None:
         if scheme == "mlflow":
             return self._check_mlflow(raw, locator)
         head = locator.split("#", 1)[0].split("?", 1)[0]
@@ -132,10 +143,6 @@ class Confinement:
                     f"reading this needs {address}, which is outside the folders this server "
                     "may read (a seed sibling or a run a folder links to)",
                     hint=exc.hint) from None
-
-
-def _is_url(raw: str) -> bool:
-    return "://" in raw.split("#", 1)[0] and parse_address(raw).scheme not in REMOTE_CAPABLE
 
 
 def _registered(scheme: str) -> bool:
