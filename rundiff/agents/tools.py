@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +99,14 @@ class Tools:
             return Answer(_bridge.redact_text(message) + "\n",
                           _redact({"error": {"type": type(exc).__name__, "message": exc.message,
                                              "hint": exc.hint}}), error=True)
+        except Exception as exc:  # a bug, not bad input: say so, keep the traceback on stderr
+            log.error("%s failed with an internal error:\n%s", tool,
+                      _bridge.redact_text(traceback.format_exc()))
+            message = f"internal error in rundiff {tool}: {type(exc).__name__}: {exc}"
+            return Answer(_bridge.redact_text(f"rundiff: error: {message}\n  hint: a bug — "
+                                              "please report it with the server's stderr\n"),
+                          _redact({"error": {"type": "InternalError", "message": message,
+                                             "hint": "a bug — please report it"}}), error=True)
         log.info("%s answered in %.2fs", tool, time.monotonic() - started)
         return Answer(_cut_text(_redact(text), self.max_chars, narrower),
                       _cut_data(_redact(data), self.max_chars, narrower))

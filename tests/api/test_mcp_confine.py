@@ -137,3 +137,19 @@ def test_without_the_sdk_the_command_says_which_extra(tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert "needs the MCP SDK" in out.stderr and "rundiff[mcp]" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_an_internal_error_is_an_error_answer_not_a_crash(tree: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    from rundiff import _bridge
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("token=abcdef123456 division by zero")
+
+    monkeypatch.setattr(_bridge, "ls_rows", broken)
+    answer = Tools(Confinement.of([str(tree / "root")])).ls(["runs/exp-a"])
+    assert answer.error and answer.data["error"]["type"] == "InternalError"
+    assert "ZeroDivisionError" in answer.text and "abcdef123456" not in answer.text
+    logged = "".join(r.getMessage() for r in caplog.records)
+    assert "Traceback" in logged and "abcdef123456" not in logged
