@@ -152,7 +152,9 @@ def run_trajectories(runs: Sequence[str], *, baseline: str | None, repeats: dict
         loaded.append(r)
     for who, paths in repeats.items():
         idx = cmd._resolve(who.strip(), labels, ns.runs, "repeats")
-        cmd._add_repeats(loaded[idx], [p for p in paths if p.strip()])
+        wanted = [p for p in paths if p.strip()]
+        _checked(wanted)
+        cmd._add_repeats(loaded[idx], wanted)
     index = 0 if baseline is None else cmd._resolve(baseline, labels, ns.runs, "baseline")
     pairs = diff_runs(loaded, index, thresholds)
     return loaded, pairs, cmd._command_line(ns)
