@@ -153,3 +153,18 @@ def test_an_internal_error_is_an_error_answer_not_a_crash(tree: Path,
     assert "ZeroDivisionError" in answer.text and "abcdef123456" not in answer.text
     logged = "".join(r.getMessage() for r in caplog.records)
     assert "Traceback" in logged and "abcdef123456" not in logged
+
+
+def test_tools_on_real_tensorboard_runs_match_the_cli(realdata: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from rundiff_core.cli import main
+
+    group = realdata / "tb-tensorboard-reducer" / "tests" / "runs" / "strict"
+    tools = Tools(Confinement.of([str(group)]))
+    listed = tools.ls([f"tb:{group}"])
+    capsys.readouterr()
+    assert main(["ls", f"tb:{group}", "--format", "json"]) == 0
+    assert listed.data == {"runs": json.loads(capsys.readouterr().out)}
+    assert len(listed.data["runs"]) == 3
+    outside = tools.ls([f"tb:{group.parent / 'lax'}"])
+    assert outside.error and "outside the folders" in outside.text
