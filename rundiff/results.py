@@ -325,7 +325,7 @@ class TrajectoriesResult(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """The matrix document `--format json` prints, without its `files` (nothing is written)."""
-        doc = _bridge.trajectories_document(self.runs, self.raw, self.generated, self.command_line)
+        doc = _bridge.trajectories_document(self.runs, self.raw, "", self.command_line)
         return _bridge.as_json(doc)
 
     def _render_markdown(self) -> str:
