@@ -236,3 +236,27 @@ def test_trajectories_repeats_and_baseline_match_the_cli(realdata: Path, tmp_pat
     assert r.pairs[0].baseline.label == "B"
     with pytest.raises(rundiff.UsageError):
         rundiff.trajectories(a, b, min_n=0)
+
+
+def test_every_result_offers_the_five_views(demo_runs: Path, realdata: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    monkeypatch.chdir(demo_runs.parent)
+    src = realdata / TAU
+    results = [
+        rundiff.diff("runs/exp-baseline/seed-0", "runs/exp-higher-lr/seed-0"),
+        rundiff.compare("runs/exp-baseline", "runs/exp-student/seed-0"),
+        rundiff.rank("runs"),
+        rundiff.ablate("runs/exp-higher-lr", baseline="runs/exp-baseline"),
+        rundiff.trajectories(f"traj:{src}#trial=0", f"traj:{src}#trial=1"),
+    ]
+    for r in results:
+        frame = r.to_frame()
+        assert isinstance(frame, pd.DataFrame) and len(frame) > 0, type(r).__name__
+        assert json.loads(json.dumps(r.to_dict(), allow_nan=False)) == r.to_dict()
+        md = r.to_markdown()
+        assert md.startswith("# ") and r._repr_markdown_() == md
+        page = r._repr_html_()
+        assert page.startswith('<div class="rundiff-result">') and "<h1>" in page
+        assert "<table>" in page, type(r).__name__
