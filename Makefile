@@ -37,7 +37,7 @@ test: $(VENV)/.dev
 	$(BIN)/pytest -q -p no:cacheprovider tests $(wildcard contrib/*/tests)
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check rundiff_core adapters tests bench contrib
+	$(BIN)/ruff check rundiff rundiff_core adapters tests bench contrib
 
 bench: $(VENV)/.dev
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -33,6 +33,7 @@ OPTIONAL_COMMAND_MODULES: tuple[str, ...] = (
     "rundiff_core.commands.report",
     "rundiff_core.commands.watch",
     "rundiff_core.commands.export",
+    "rundiff_core.commands.mcp",
 )
 
 # The --format formats the commands render themselves from their result objects (render=None).

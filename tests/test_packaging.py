@@ -60,7 +60,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         if (REPO / name).exists():
             shutil.copy2(REPO / name, src / name)
-    for name in ("rundiff_core", "adapters"):
+    for name in ("rundiff", "rundiff_core", "adapters"):
         shutil.copytree(REPO / name, src / name, ignore=ignore)
     out = tmp_path_factory.mktemp("dist")
     env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -88,7 +88,7 @@ def test_wheel_ships_every_adapter_as_rundiff_adapters(wheel):
 
 def test_wheel_ships_every_core_module(wheel):
     names = set(wheel.namelist())
-    for py in sorted((REPO / "rundiff_core").rglob("*.py")):
+    for py in sorted([*(REPO / "rundiff_core").rglob("*.py"), *(REPO / "rundiff").rglob("*.py")]):
         rel = py.relative_to(REPO).as_posix()
         if "__pycache__" not in rel:
             assert rel in names, f"wheel lacks {rel}"
