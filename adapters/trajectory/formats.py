@@ -149,6 +149,15 @@ def _sum_known(values: list[float | None]) -> float | None:
     return sum(known) if known else None
 
 
+def _cluster(obj: Mapping[str, Any]) -> str | None:
+    """The task's cluster/group field (`cluster`, `group`, `cluster_id`, `group_id`), as text."""
+    for key in ("cluster", "group", "cluster_id", "group_id"):
+        v = obj.get(key)
+        if isinstance(v, str | int) and not isinstance(v, bool) and str(v).strip():
+            return str(v)
+    return None
+
+
 def _summarise_skips(run: TrajectoryRun) -> None:
     for reason, n in sorted(run.skipped.items()):
         run.note(f"{n} {reason} skipped")
@@ -290,6 +299,7 @@ def native_record(obj: Any, position: int, run: TrajectoryRun,
         finish=finish,
         holdout=holdout,
         split=split,
+        cluster=_cluster(obj),
         repeat=repeat,
         position=position,
         input_tokens=_num(obj.get("input_tokens")),
@@ -568,6 +578,7 @@ def _inspect_record(s: Mapping[str, Any], position: int, scorer_names: list[Any]
         holdout=_truthy_flag(meta.get("holdout")) or _truthy_flag(meta.get("frozen"))
         or (split or "").lower() in HOLDOUT_SPLITS,
         split=split,
+        cluster=_cluster(meta),
         position=position,
         input_tokens=_sum_known(tin),
         output_tokens=_sum_known(tout),

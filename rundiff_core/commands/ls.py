@@ -30,7 +30,17 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
         row["keys"] = keys
         row["points"] = int(len(h))
     row["fidelity"] = list(run.fidelity)
+    if isinstance(run.summary.get("pass_k"), dict):  # agent runs with repeated trials per task
+        row["pass_rate"] = run.summary.get("pass_rate")
+        row["pass_k"] = run.summary["pass_k"]
     return row
+
+
+def _pass_k_line(pk: dict[str, Any]) -> str:
+    hat = ", ".join(f"pass^{k} {v:.3f}" for k, v in pk["pass_hat_k"].items())
+    at = ", ".join(f"pass@{k} {v:.3f}" for k, v in pk["pass_at_k"].items())
+    left = f"; {pk['tasks_excluded']} task(s) with fewer trials left out" if pk["tasks_excluded"] else ""
+    return f"  {pk['tasks']} tasks × {pk['trials']} trials: {hat}; {at}{left}"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
         for k in row.get("keys", []):
             print(f"  {k['key']}: {k['points']} points, steps {fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}")
+        if row.get("pass_k"):
+            print(_pass_k_line(row["pass_k"]))
         for note in row["fidelity"]:
             print(f"  note: {note}")
     return 0
