@@ -480,6 +480,9 @@ def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
     reasons: list[str] = []
     if n_shared < t.min_n:
         reasons.append(f"shared train/dev tasks N={n_shared} < {t.min_n}")
+    sig = s.get("significance", {}).get("train")
+    if sig and sig["p"] is not None and not sig["significant"] and g["n"]:
+        reasons.append(f"the paired test finds no evidence that {B} differs from {A} (p = {sig['p']:.2g})")
     if s["stability"]["downgrade"]:
         reasons.append(f"{s['stability']['unstable_rate']:.1%} of tasks unstable across repeats "
                        f"(> {t.max_unstable:.0%})")
