@@ -145,12 +145,16 @@ def results_meta(path: str) -> dict[str, Any]:
         metrics = [m for m in listed if isinstance(m, str)] or list(dict.fromkeys(p[0] for p in pairs))
         filters = list(dict.fromkeys(p[1] for p in pairs))
         ns = nsamples.get(task) if isinstance(nsamples.get(task), Mapping) else {}
+        higher = dict(hib.get(task)) if isinstance(hib.get(task), Mapping) else {}
+        for m in cfg.get("metric_list") or []:
+            if isinstance(m, Mapping) and isinstance(m.get("metric"), str) and isinstance(m.get("higher_is_better"), bool):
+                higher.setdefault(m["metric"], m["higher_is_better"])
         tasks[str(task)] = {
             "alias": str(res.get("alias", task)).strip(" -"),
             "metrics": metrics,
             "filters": filters,
             "n_shot": nshot.get(task, cfg.get("num_fewshot")),
-            "higher_is_better": hib.get(task) if isinstance(hib.get(task), Mapping) else {},
+            "higher_is_better": higher,
             "n_samples": ns.get("effective", ns.get("original")),
             "output_type": cfg.get("output_type"),
         }

@@ -92,6 +92,8 @@ def _observation(cid: str, text: str, returncode: int | None, exception: bool = 
     code = returncode if returncode is not None else (int(m.group(1)) if m else None)
     failed = exception or (code is not None and code != 0) or "<exception>" in text[:200] \
         or bool(_TIMEOUT.search(text[:300]))
+    if not failed and not text.strip():
+        text = "(no output)"  # a silent shell command (`sed -i`, `submit`) succeeded; it is not an empty result
     return {"role": "tool", "tool_call_id": cid, "content": text, "is_error": failed}
 
 

@@ -150,6 +150,10 @@ def load_swebench_report(path: str) -> TrajectoryRun:
             rec = _outcome_record(name, None, None, "unscored", position)
         rec.finish = "unknown" if rec.finish_raw == "empty_patch" else rec.finish
         run.add(rec)
+    infra = data.get("infra_failure_ids")
+    if isinstance(infra, list) and infra:
+        run.note(f"{len(infra)} instance(s) look like harness infrastructure failures (infra_failure_ids; "
+                 "SWE-bench still scores them as listed): e.g. " + ", ".join(map(str, infra[:3])))
     incomplete = lists.get("incomplete_ids", [])
     if incomplete:
         run.note(f"{len(incomplete)} instance(s) never submitted (incomplete_ids): not part of this run")

@@ -138,7 +138,8 @@ def paired_significance(rows: Sequence[Any], a: Any, b: Any, labels: tuple[str, 
         cse = clustered_se(diffs, clusters or [])
         out["clusters"] = {"n": len(set(cl)), "se": cse,
                            "ci_normal": {"lo": float(diffs.mean() - Z95 * cse), "hi": float(diffs.mean() + Z95 * cse)},
-                           "note": "clustered SE (Miller 2024); the bootstrap resamples whole clusters"}
+                           "note": "clustered SE (Miller 2024); the bootstrap resamples whole clusters"
+                           + ("; fewer than 10 clusters: both are rough" if len(set(cl)) < 10 else "")}
     if both_repeats:
         test = paired_t(diffs)
         out["test"] = {**test, "on": "per-task mean success (both runs have repeats)"}
