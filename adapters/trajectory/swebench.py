@@ -170,8 +170,14 @@ def load_swebench_report(path: str) -> TrajectoryRun:
 
 
 def report_tree_files(folder: str) -> list[str]:
-    """`<folder>/<id>/report.json` files, sorted."""
-    return sorted(glob.glob(os.path.join(glob.escape(folder), "*", "report.json")))
+    """`<folder>/<id>/report.json` files, sorted — when the first one is a harness grading report."""
+    files = sorted(glob.glob(os.path.join(glob.escape(folder), "*", "report.json")))
+    if not files:
+        return []
+    head = _head(files[0], 4096)
+    graded = '"resolved"' in head and any(k in head for k in ('"patch_exists"', '"patch_is_None"', '"tests_status"',
+                                                             '"patch_successfully_applied"'))
+    return files if graded else []
 
 
 def load_swebench_logs(folder: str) -> TrajectoryRun:

@@ -362,3 +362,23 @@ def test_lmeval_results_alone_is_a_clear_error(trajdata: Path, capsys: pytest.Ca
     rc = main(["trajectories", str(path), str(path)])
     err = capsys.readouterr().err
     assert rc == 2 and "no samples_*.jsonl beside it" in err and "--log_samples" in err and "Traceback" not in err
+
+
+def test_a_tool_report_json_tree_is_not_a_harness_tree(swbdata: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = swbdata / TDAD  # <run>/report.json here is the tool's own summary (resolved: null), not a grading
+    assert sniff_kind(str(runs)) is None
+    assert main(["ls", f"traj:{runs / '20260218_174616_current_vanilla_10_step30_compile_submit_stop' / 'evaluations'}",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["passed"] == 2
+
+
+def test_oversized_side_files_are_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rundiff_adapters.trajectory import swebench
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(MSA / "run_b", run_dir)
+    monkeypatch.setattr(swebench, "MAX_SIDE_FILE", 50)
+    run = read_trajectory_run(str(run_dir))
+    assert run.skipped["unreadable exit-status YAML"] == 1
+    assert any("larger than 50 bytes" in n for n in run.notes)
+    assert {r.finish_raw for r in run.records.values()} == {"Submitted", "LimitsExceeded"}  # from the trajectories

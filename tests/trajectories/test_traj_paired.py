@@ -178,3 +178,15 @@ def test_repeats_on_both_sides_use_per_task_means(tmp_path: Path) -> None:
     assert sig["test"]["test"] == "paired t-test" and sig["p"] == pytest.approx(paired_t(d)["p"])
     assert "paired t-test on per-task mean success" in sig["text"]
     assert a.summary()["pass_k"]["trials"] == 3
+
+
+def test_pass_hat_k_in_the_report_and_matrix(trajdata: Path, tmp_path: Path) -> None:
+    path = trajdata / TAU
+    assert main(["trajectories", str(path), f"{path}#trial=1", "--out", str(tmp_path / "o")]) == 0
+    pair = json.loads((tmp_path / "o" / "matrix.json").read_text())["pairs"][0]
+    pk = pair["baseline"]["summary"]["pass_k"]
+    assert pk["trials"] == 4 and pair["candidate"]["summary"]["pass_k"] is None
+    report = (tmp_path / "o" / "report.md").read_text()
+    hat = " · ".join(f"pass^{k} {pk['pass_hat_k'][str(k)]:.3f}" for k in range(1, 5))
+    assert f"- A: {hat} | pass@1 " in report and "— over 50 tasks × 4 trials" in report
+    assert "pass^4 0.200" in report  # 10 of 50 tasks pass all four trials
