@@ -33,6 +33,8 @@ def sniff_kind(path: str) -> str | None:
         return None
     if path.lower().endswith(".traj"):
         return "sweagent"
+    if path.lower().endswith(".traj.json"):
+        return "minisweagent"
     if path.lower().endswith(".eval"):
         try:
             with zipfile.ZipFile(path) as zf:

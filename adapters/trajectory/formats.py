@@ -132,6 +132,8 @@ def detect_format(path: str) -> str:
         return "inspect"
     if low.endswith(".traj"):
         return "sweagent"
+    if low.endswith(".traj.json"):
+        return "minisweagent"
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536).decode("utf-8", "ignore")

@@ -319,6 +319,8 @@ def minisweagent_traj_files(folder: str) -> list[str]:
 
 
 def _traj_root(folder: str) -> tuple[str, list[str]]:
+    if os.path.isfile(folder):  # one `<id>.traj.json`: a run of one instance
+        return os.path.dirname(folder), [folder]
     for where in (folder, os.path.join(folder, "trajs"), os.path.join(folder, "trajectories")):
         esc = glob.escape(where)
         files = sorted(glob.glob(os.path.join(esc, "*", "*.traj.json")) + glob.glob(os.path.join(esc, "*.traj.json")))
@@ -367,19 +369,20 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
     """A mini-swe-agent run folder: one record per instance trajectory, outcomes joined from a report."""
     run = TrajectoryRun(path=folder, format="minisweagent", harness="mini-swe-agent",
                         model=os.path.basename(os.path.normpath(folder)))
-    root = folder
+    single = os.path.isfile(folder)
     traj_root, files = _traj_root(folder)
-    preds_path = os.path.join(root, "preds.json")
-    preds = _read_json(preds_path, MAX_TRAJ_FILE, run, "preds.json") if os.path.isfile(preds_path) else None
+    preds_path = os.path.join(folder, "preds.json")
+    preds = _read_json(preds_path, MAX_TRAJ_FILE, run, "preds.json") if not single and os.path.isfile(
+        preds_path) else None
     if preds is not None and not isinstance(preds, Mapping):
         run.skip("preds.json that is not an object")
         preds = None
-    statuses = _exit_statuses(root, run)
+    statuses = {} if single else _exit_statuses(folder, run)
     mismatched: list[str] = []
     models: set[str] = set()
     versions: set[str] = set()
     for position, path in enumerate(files):
-        data = _read_json(path, MAX_TRAJ_FILE, run, "trajectory")
+        data = _read_json(path, MAX_TRAJ_FILE, None if single else run, "trajectory")
         if not isinstance(data, Mapping):
             if data is not None:
                 run.skip("trajectory that is not an object")
@@ -456,7 +459,10 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
     if not run.records:
         raise InputError(f"{folder} holds no mini-swe-agent trajectory (<id>/<id>.traj.json), preds.json "
                          "or exit_statuses_*.yaml", hint="point at the folder `mini-extra swebench -o` wrote")
-    join_outcomes(run, report)
+    if single and report is None:
+        run.note("one trajectory file: no SWE-bench report joined (add #report=PATH for its outcome)")
+    else:
+        join_outcomes(run, report)
     return run
 
 

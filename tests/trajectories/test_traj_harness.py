@@ -382,3 +382,30 @@ def test_oversized_side_files_are_skipped(tmp_path: Path, monkeypatch: pytest.Mo
     assert run.skipped["unreadable exit-status YAML"] == 1
     assert any("larger than 50 bytes" in n for n in run.notes)
     assert {r.finish_raw for r in run.records.values()} == {"Submitted", "LimitsExceeded"}  # from the trajectories
+
+
+def test_one_minisweagent_trajectory_file(tmp_path: Path) -> None:
+    path = MSA / "run_b" / "demo__calc-102" / "demo__calc-102.traj.json"
+    assert sniff_kind(str(path)) == "minisweagent"
+    run = read_trajectory_run(str(path))
+    assert list(run.records) == ["demo__calc-102"] and run.records["demo__calc-102"].finish == "completed"
+    joined = read_trajectory_run(str(path), None, str(SWB / "deterministic-run_b.run_b.json"))
+    assert joined.records["demo__calc-102"].passed is True
+    bad = tmp_path / "x.traj.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="cannot read"):
+        read_trajectory_run(str(bad))
+
+
+def test_lmeval_sample_count_and_lower_is_better(tmp_path: Path) -> None:
+    date = "2025-01-02T03-04-05.678901"
+    results = {"results": {"toy": {"alias": "toy", "err,none": 0.5, "err_stderr,none": 0.1}},
+               "configs": {"toy": {"task": "toy", "metric_list": [{"metric": "err", "higher_is_better": False}],
+                                   "num_fewshot": 0}},
+               "n-shot": {"toy": 0}, "n-samples": {"toy": {"original": 10, "effective": 10}},
+               "versions": {"toy": 1.0}, "model_name": "toy-model"}
+    (tmp_path / f"results_{date}.json").write_text(json.dumps(results))
+    (tmp_path / f"samples_toy_{date}.jsonl").write_text(_samples("toy", {0: 0.0, 7: 1.0}, ("none",), "err"))
+    run = read_trajectory_run(str(tmp_path / f"results_{date}.json"))
+    assert {n: r.passed for n, r in run.records.items()} == {"toy/0": True, "toy/7": False}  # err 0 is a pass
+    assert any("counts 10 samples, the samples file holds 2" in n for n in run.notes) and run.model == "toy-model"
