@@ -190,3 +190,29 @@ def test_pass_hat_k_in_the_report_and_matrix(trajdata: Path, tmp_path: Path) -> 
     hat = " · ".join(f"pass^{k} {pk['pass_hat_k'][str(k)]:.3f}" for k in range(1, 5))
     assert f"- A: {hat} | pass@1 " in report and "— over 50 tasks × 4 trials" in report
     assert "pass^4 0.200" in report  # 10 of 50 tasks pass all four trials
+
+
+def test_fractional_scores_get_a_paired_score_test(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    sa, sb = rng.uniform(0, 1, 15).round(3), rng.uniform(0.2, 1, 15).round(3)
+    paths = []
+    for side, scores in (("a", sa), ("b", sb)):
+        recs = [{"name": f"q{i}", "score": float(s), "passed": bool(s > 0.5), "messages": []} for i, s in enumerate(scores)]
+        (tmp_path / f"{side}.json").write_text(json.dumps(recs))
+        paths.append(str(tmp_path / f"{side}.json"))
+    a, b = (read_trajectory_run(p) for p in paths)
+    sig = diff_pair(a, b).summary["significance"]["train"]
+    sc = sig["scores"]
+    assert sc["on"] == "per-task scores in [0, 1]" and sc["n"] == 15
+    assert sc["difference"] == pytest.approx(float(np.mean(sb - sa)))
+    assert sc["p"] == pytest.approx(paired_t(list(sb - sa))["p"])
+    assert sc["ci"]["lo"] < sc["difference"] < sc["ci"]["hi"]
+
+
+def test_holdout_matrix_has_its_own_test(tmp_path: Path) -> None:
+    s = trajgen.scenario({"both_pass": 4, "persistence": 3, "holdout_gap": 2}, seed=5)
+    a = read_trajectory_run(trajgen.write_export(tmp_path / "a.json", s.a))
+    b = read_trajectory_run(trajgen.write_export(tmp_path / "b.json", s.b))
+    sig = diff_pair(a, b).summary["significance"]
+    assert sig["train"]["n"] == 7 and sig["train"]["gained"] == 3
+    assert sig["holdout"]["n"] == 2 and sig["holdout"]["gained"] == 2 and sig["holdout"]["p"] == 0.5
