@@ -24,6 +24,7 @@ from ..engines.stats import _t_two_sided
 
 LEVEL = 0.95
 N_BOOT = 10_000
+BOOT_CELLS = 2_000_000  # resample cells drawn at once
 SEED = 0
 ALPHA = 0.05
 Z95 = 1.959963984540054
@@ -75,15 +76,19 @@ def paired_bootstrap(diffs: Sequence[float], clusters: Sequence[str] | None = No
     rng = np.random.default_rng(seed)
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
     if clusters is None:
-        means = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(axis=1)
+        units, sizes = d, np.ones_like(d)
     else:
         names = sorted(set(clusters))
         index = {c: i for i, c in enumerate(names)}
         codes = np.asarray([index[c] for c in clusters])
-        sums = np.bincount(codes, weights=d, minlength=len(names))
+        units = np.bincount(codes, weights=d, minlength=len(names))
         sizes = np.bincount(codes, minlength=len(names)).astype("float64")
-        pick = rng.integers(0, len(names), size=(n_boot, len(names)))
-        means = sums[pick].sum(axis=1) / sizes[pick].sum(axis=1)
+    m = units.size
+    rows = max(1, BOOT_CELLS // m)  # bounded memory: 10,000 × 5,000 tasks must not be one 400 MB array
+    means = np.empty(n_boot)
+    for start in range(0, n_boot, rows):
+        pick = rng.integers(0, m, size=(min(rows, n_boot - start), m))
+        means[start:start + pick.shape[0]] = units[pick].sum(axis=1) / sizes[pick].sum(axis=1)
     lo, hi = np.quantile(means, [lo_q, hi_q])
     return float(lo), float(hi)
 
