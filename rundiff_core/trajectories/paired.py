@@ -29,17 +29,24 @@ SEED = 0
 ALPHA = 0.05
 Z95 = 1.959963984540054
 SUCCESS_TOL = 1e-6
+EXACT_MAX = 2000  # discordant pairs up to which the McNemar tail is summed in exact rationals
 
 
 def mcnemar_exact(gained: int, lost: int) -> float:
     """Two-sided exact McNemar p-value: 2 · P(X ≤ min) for X ~ Binomial(gained + lost, 1/2), capped at 1.
 
-    Computed in exact rational arithmetic, so 0 gained / 3 lost gives 0.25 exactly.
+    Computed in exact rational arithmetic (0 gained / 3 lost gives 0.25 exactly); above
+    EXACT_MAX discordant pairs the same sum runs in log space.
     """
     n = gained + lost
     if n == 0:
         return 1.0
     k = min(gained, lost)
+    if n > EXACT_MAX:  # big-integer sums grow quadratically; log-space terms are exact to float precision
+        logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
+                for i in range(k + 1)]
+        top = max(logs)
+        return min(1.0, 2 * math.exp(top) * math.fsum(math.exp(x - top) for x in logs))
     tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n)
     return float(min(Fraction(1), 2 * tail))
 

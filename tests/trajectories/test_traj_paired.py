@@ -216,3 +216,13 @@ def test_holdout_matrix_has_its_own_test(tmp_path: Path) -> None:
     sig = diff_pair(a, b).summary["significance"]
     assert sig["train"]["n"] == 7 and sig["train"]["gained"] == 3
     assert sig["holdout"]["n"] == 2 and sig["holdout"]["gained"] == 2 and sig["holdout"]["p"] == 0.5
+
+
+def test_large_mcnemar_runs_in_log_space(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rundiff_core.trajectories import paired
+
+    exact = [mcnemar_exact(g, lo) for g, lo in [(700, 820), (40, 60), (0, 1500)]]
+    monkeypatch.setattr(paired, "EXACT_MAX", 10)
+    fast = [paired.mcnemar_exact(g, lo) for g, lo in [(700, 820), (40, 60), (0, 1500)]]
+    assert fast == pytest.approx(exact, rel=1e-9)
+    assert paired.mcnemar_exact(45_000, 40_000) < 1e-60  # 85,000 discordant pairs stay fast
