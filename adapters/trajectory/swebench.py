@@ -379,6 +379,7 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
         preds = None
     statuses = {} if single else _exit_statuses(folder, run)
     mismatched: list[str] = []
+    covered: set[str] = set()  # file-name ids: a preds.json entry under one is this trajectory, not a new task
     models: set[str] = set()
     versions: set[str] = set()
     for position, path in enumerate(files):
@@ -388,6 +389,7 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
                 run.skip("trajectory that is not an object")
             continue
         file_id = os.path.basename(path)[: -len(".traj.json")]
+        covered.add(file_id)
         parent = os.path.basename(os.path.dirname(path))
         if os.path.normpath(os.path.dirname(path)) != os.path.normpath(traj_root) and parent != file_id:
             mismatched.append(f"{parent}/{os.path.basename(path)}")
@@ -435,7 +437,7 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
                     models.add(value["model_name_or_path"])
         # instances with a prediction (or an exit status) but no trajectory file are still attempts
     for position, name in enumerate(sorted(set(pred_ids) | set(statuses)), start=len(files)):
-        if name not in run.records:
+        if name not in run.records and name not in covered:
             raw_exit = statuses.get(name)
             run.add(TaskRecord(name=name, id=name, finish_raw=raw_exit, finish=exit_bucket(raw_exit),
                                position=position, cluster=repo_of(name), status="unscored", steps=None))

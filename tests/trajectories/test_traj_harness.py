@@ -202,7 +202,7 @@ def test_ids_kept_as_spelled_and_disagreements_reported(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(json.dumps(report))
     run = read_trajectory_run(str(run_dir), None, str(tmp_path / "r.json"))
     assert "Demo__calc-101 " in run.records and "demo__calc-101" in run.records  # both kept, as spelled
-    assert "demo__calc-102b" in run.records
+    assert "demo__calc-102b" in run.records and "demo__calc-102" not in run.records  # one attempt, one task
     notes = " | ".join(run.notes)
     assert "trajectory files and preds.json disagree on 1 id(s)" in notes and "'Demo__calc-101 '" in notes
     assert "holds instance_id 'demo__calc-102b'" in notes
