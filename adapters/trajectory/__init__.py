@@ -1,7 +1,9 @@
-"""The trajectory adapter's hooks: agent trajectory exports (native JSON/JSONL, Inspect, τ-bench).
+"""The trajectory adapter's hooks: agent trajectory exports and eval-harness outputs.
 
-Hooks only: sniffing reads at most 8 KiB (or a zip's directory) and imports nothing heavy; the
-importers live in `formats.py`, the source in `source.py`.
+Hooks only: sniffing reads at most 16 KiB (or a zip's directory, or one folder level) and imports
+nothing heavy; the importers live in `formats.py` (native, Inspect, τ-bench), `swebench.py`
+(SWE-bench reports, mini-swe-agent, SWE-agent) and `evalharness.py` (OpenHands, lm-eval); the
+source in `source.py`.
 """
 
 from __future__ import annotations
@@ -15,15 +17,23 @@ from rundiff_core import AdapterSpec, Claim, hookimpl
 
 NAME = "trajectory"
 HEAD_BYTES = 8192
-EXTENSIONS = (".json", ".jsonl", ".ndjson", ".eval")
+EXTENSIONS = (".json", ".jsonl", ".ndjson", ".eval", ".traj")
 
 _NATIVE_KEYS = ('"messages"', '"passed"', '"finish_reasons"', '"assertion_results"', '"end_state"')
 
 
 def sniff_kind(path: str) -> str | None:
-    """`inspect`, `taubench`, `traj` or None for a file that is not a trajectory export."""
+    """The trajectory format of a file or run folder, or None (reads a few KiB, lists one folder level)."""
+    if os.path.isdir(path):
+        from .formats import folder_kind
+
+        return folder_kind(path)
     if not os.path.isfile(path) or not path.lower().endswith(EXTENSIONS):
         return None
+    if path.lower().endswith(".traj"):
+        return "sweagent"
+    if path.lower().endswith(".traj.json"):
+        return "minisweagent"
     if path.lower().endswith(".eval"):
         try:
             with zipfile.ZipFile(path) as zf:
@@ -40,6 +50,17 @@ def sniff_kind(path: str) -> str | None:
         return "inspect"
     if re.match(r'\s*\[\s*\{\s*"task_id"', head) and '"reward"' in head:
         return "taubench"
+    from .evalharness import is_lmeval_results, is_lmeval_samples, is_openhands_head
+    from .swebench import is_swebench_report
+
+    if is_swebench_report(path):
+        return "swebench"
+    low = path.lower()
+    if low.endswith((".jsonl", ".ndjson")) and is_openhands_head(head):
+        return "openhands"
+    if (low.endswith(".jsonl") and is_lmeval_samples(path, head)) or (
+            low.endswith(".json") and is_lmeval_results(path, head)):
+        return "lmeval"
     if '"records"' in head and re.match(r"\s*\{", head):
         return "traj"
     if '"name"' in head and any(k in head for k in _NATIVE_KEYS):
@@ -51,6 +72,11 @@ _REASONS = {
     "inspect": "Inspect AI eval log",
     "taubench": "τ-bench results file (task_id, reward, traj, trial)",
     "traj": "trajectory export (records with name + messages/passed)",
+    "swebench": "SWE-bench harness report (resolved_ids, …) or <id>/report.json tree",
+    "minisweagent": "mini-swe-agent output folder (<id>/<id>.traj.json, preds.json)",
+    "sweagent": "SWE-agent trajectories (.traj)",
+    "openhands": "OpenHands evaluation output.jsonl",
+    "lmeval": "lm-evaluation-harness samples_*.jsonl / results_*.json",
 }
 
 
@@ -64,7 +90,8 @@ def rundiff_register_adapters(register: Callable[[AdapterSpec], None]) -> None:
             priority=60,
             requires=(),
             install_hint="pip install 'rundiff[inspect]' (only needed for Inspect logs of unknown versions)",
-            summary="agent trajectory exports (JSON/JSONL, Inspect, tau-bench)",
+            summary="agent trajectory exports (JSON/JSONL, Inspect, tau-bench, SWE-bench, mini-swe-agent, "
+            "SWE-agent, OpenHands, lm-eval)",
         )
     )
 

@@ -48,17 +48,70 @@ def split_selector(locator: str) -> tuple[str, tuple[str, int] | None]:
     return m["path"], (m["key"], int(m["value"]))
 
 
-def read_trajectory_run(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
-    """Load any supported export into a TrajectoryRun (format chosen from the file's first bytes)."""
+def split_report(locator: str) -> tuple[str, str | None]:
+    """`runs/gemini#report=logs` → (`runs/gemini`, `logs`): outcomes to join with a folder's trajectories."""
+    head, sep, report = locator.partition("#report=")
+    return (head, report) if sep and report else (locator, None)
+
+
+def folder_kind(path: str) -> str | None:
+    """`minisweagent`, `sweagent`, `swebench` (a report tree) or `lmeval` for a run folder, else None."""
+    from .evalharness import _RESULTS, _SAMPLES
+    from .swebench import is_minisweagent_folder, report_tree_files, sweagent_traj_files
+
+    if not os.path.isdir(path):
+        return None
+    if is_minisweagent_folder(path):
+        return "minisweagent"
+    if sweagent_traj_files(path):
+        return "sweagent"
+    if report_tree_files(path):
+        return "swebench"
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return None
+    results = [n for n in names if _RESULTS.match(n)]
+    if len(results) <= 1 and any(_SAMPLES.match(n) for n in names):
+        return "lmeval"
+    return None
+
+
+def read_trajectory_run(path: str, selector: tuple[str, int] | None = None,
+                        report: str | None = None) -> TrajectoryRun:
+    """Load any supported export into a TrajectoryRun (format chosen from the file's first bytes).
+
+    `report` names SWE-bench outcomes to join with trajectories that carry none (`#report=PATH`).
+    """
+    from . import evalharness, swebench
+
     if not os.path.exists(path):
         raise InputError(f"no such file: {path}")
     if os.path.isdir(path):
-        raise InputError(f"{path} is a directory", hint="name one export file (or use `rundiff ls traj:DIR`)")
-    kind = detect_format(path)
+        kind = folder_kind(path)
+        if kind is None:
+            raise InputError(f"{path} is a directory", hint="name one export file (or use `rundiff ls traj:DIR`)")
+    else:
+        kind = detect_format(path)
+    if report is not None and kind not in ("minisweagent", "sweagent", "openhands"):
+        raise InputError(f"#report= joins SWE-bench outcomes with trajectories; {path} is a {kind} run",
+                         hint="use it on a mini-swe-agent or SWE-agent folder, or an OpenHands output.jsonl")
+    if selector is not None and kind not in ("inspect", "taubench", "traj"):
+        raise InputError(f"{path} is a {kind} run without trials/epochs: #{selector[0]}= does not apply")
     if kind == "inspect":
         run = load_inspect(path, selector)
     elif kind == "taubench":
         run = load_taubench(path, selector)
+    elif kind == "minisweagent":
+        run = swebench.load_minisweagent(path, report)
+    elif kind == "sweagent":
+        run = swebench.load_sweagent(path, report)
+    elif kind == "swebench":
+        run = swebench.load_swebench_logs(path) if os.path.isdir(path) else swebench.load_swebench_report(path)
+    elif kind == "openhands":
+        run = evalharness.load_openhands(path, report)
+    elif kind == "lmeval":
+        run = evalharness.load_lmeval(path)
     else:
         run = load_native(path, selector)
     if selector is not None:
@@ -71,15 +124,34 @@ def read_trajectory_run(path: str, selector: tuple[str, int] | None = None) -> T
 
 
 def detect_format(path: str) -> str:
-    """`inspect`, `taubench` or `traj`, from the extension and the first 64 KiB."""
-    if path.lower().endswith(".eval"):
+    """`inspect`, `taubench`, `swebench`, `sweagent`, `openhands`, `lmeval` or `traj`, from the
+    extension and the first 64 KiB."""
+    from .evalharness import is_lmeval_results, is_lmeval_samples, is_openhands_head
+    from .swebench import is_swebench_report
+
+    low = path.lower()
+    if low.endswith(".eval"):
         return "inspect"
-    with open(path, "rb") as fh:
-        head = fh.read(65536).decode("utf-8", "ignore")
+    if low.endswith(".traj"):
+        return "sweagent"
+    if low.endswith(".traj.json"):
+        return "minisweagent"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", "ignore")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if re.match(r'\s*\{\s*"version"\s*:\s*\d+', head) and '"eval"' in head:
         return "inspect"
     if re.match(r'\s*\[\s*\{\s*"task_id"', head) and '"reward"' in head:
         return "taubench"
+    if is_swebench_report(path):
+        return "swebench"
+    if low.endswith((".jsonl", ".ndjson")) and is_openhands_head(head):
+        return "openhands"
+    if (low.endswith(".jsonl") and is_lmeval_samples(path, head)) or (
+            low.endswith(".json") and is_lmeval_results(path, head)):
+        return "lmeval"
     return "traj"
 
 
@@ -149,6 +221,15 @@ def _sum_known(values: list[float | None]) -> float | None:
     """Sum of the values an export reported; None when it reported none (not 0)."""
     known = [v for v in values if v is not None]
     return sum(known) if known else None
+
+
+def _cluster(obj: Mapping[str, Any]) -> str | None:
+    """The task's cluster/group field (`cluster`, `group`, `cluster_id`, `group_id`), as text."""
+    for key in ("cluster", "group", "cluster_id", "group_id"):
+        v = obj.get(key)
+        if isinstance(v, str | int) and not isinstance(v, bool) and str(v).strip():
+            return str(v)
+    return None
 
 
 def _summarise_skips(run: TrajectoryRun) -> None:
@@ -292,6 +373,7 @@ def native_record(obj: Any, position: int, run: TrajectoryRun,
         finish=finish,
         holdout=holdout,
         split=split,
+        cluster=_cluster(obj),
         repeat=repeat,
         position=position,
         input_tokens=_num(obj.get("input_tokens")),
@@ -570,6 +652,7 @@ def _inspect_record(s: Mapping[str, Any], position: int, scorer_names: list[Any]
         holdout=_truthy_flag(meta.get("holdout")) or _truthy_flag(meta.get("frozen"))
         or (split or "").lower() in HOLDOUT_SPLITS,
         split=split,
+        cluster=_cluster(meta),
         position=position,
         input_tokens=_sum_known(tin),
         output_tokens=_sum_known(tout),

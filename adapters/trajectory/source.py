@@ -9,7 +9,10 @@ per-task "history" would invite step-aligned comparisons that mean nothing). The
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -24,7 +27,9 @@ from rundiff_core import (
 )
 
 from . import sniff_kind
-from .formats import read_trajectory_run, split_selector
+from .formats import folder_kind, read_trajectory_run, split_report, split_selector
+
+PER_TASK_FORMATS = ("minisweagent", "sweagent", "openhands", "swebench")
 
 
 class TrajectorySource(BaseSource):
@@ -32,27 +37,45 @@ class TrajectorySource(BaseSource):
 
     def __init__(self, address: Address) -> None:
         super().__init__(address)
-        self.path, self.selector = split_selector(address.locator)
+        locator, self.report = split_report(address.locator)
+        self.path, self.selector = split_selector(locator)
         if not os.path.exists(self.path):
             raise RunNotFoundError(f"no such trajectory export: {self.path}")
+        if self.report is not None and not os.path.exists(self.report):
+            raise RunNotFoundError(f"#report={self.report}: no such file or folder",
+                                   hint="the report path is read as given (relative to the current folder)")
         self._cache: dict[str, TrajectoryRun] = {}
 
     def _files(self) -> list[str]:
-        if os.path.isfile(self.path):
+        """The runs behind the address: a file, a run folder, or the exports and run folders in a folder."""
+        if os.path.isfile(self.path) or folder_kind(self.path):
             return [self.path]
         found = []
+        samples_dates = set()
         for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
-            if entry.is_file() and sniff_kind(entry.path):
-                found.append(entry.path)
+            kind = sniff_kind(entry.path)
+            if not kind:
+                continue
+            if kind == "lmeval" and entry.name.startswith("samples_"):
+                samples_dates.add(entry.path)  # listed through its results file when there is one
+                continue
+            found.append(entry.path)
+        results = {os.path.basename(p) for p in found}
+        for path in sorted(samples_dates):
+            m = re.match(r"^samples_.+_(\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$", os.path.basename(path))
+            if not m or f"results_{m.group(1)}.json" not in results:
+                found.append(path)
         return found
 
     def _suffix(self) -> str:
-        return "" if self.selector is None else f"#{self.selector[0]}={self.selector[1]}"
+        out = "" if self.selector is None else f"#{self.selector[0]}={self.selector[1]}"
+        return out + ("" if self.report is None else f"#report={self.report}")
 
     def list_runs(self) -> list[RunRef]:
         refs = []
         for path in self._files():
-            stem = os.path.splitext(os.path.basename(path))[0]
+            base = os.path.basename(os.path.normpath(path))
+            stem = base[: -len(".traj.json")] if base.endswith(".traj.json") else os.path.splitext(base)[0]
             refs.append(RunRef(run_id=stem + self._suffix(), address=f"traj:{path}{self._suffix()}", name=stem))
         return refs
 
@@ -65,9 +88,10 @@ class TrajectorySource(BaseSource):
                     f"{self.path} holds {len(files)} trajectory exports", hint="name one export file")
             path = files[0]
         else:
-            path, _ = split_selector(ref.address.split(":", 1)[1] if ref.address.startswith("traj:") else ref.address)
+            locator = ref.address.split(":", 1)[1] if ref.address.startswith("traj:") else ref.address
+            path, _ = split_selector(split_report(locator)[0])
         if path not in self._cache:
-            self._cache[path] = read_trajectory_run(path, self.selector)
+            self._cache[path] = read_trajectory_run(path, self.selector, self.report)
         return self._cache[path]
 
     def load_run(self, ref: RunRef) -> Run:
@@ -80,7 +104,7 @@ class TrajectorySource(BaseSource):
             config={k: v for k, v in {"format": traj.format, "model": traj.model, "harness": traj.harness,
                                       "task_set": traj.task_set, "tool_access": traj.tool_access,
                                       "schema": traj.schema, "selector": traj.selector}.items() if v is not None},
-            summary=traj.summary(),
+            summary={**traj.summary(), **_per_task(traj)},
             status={"complete": "finished", "cancelled": "crashed", "error": "crashed"}.get(traj.status, "unknown"),
             meta={k: v for k, v in traj.meta.items() if isinstance(v, str | int | float | bool)},
         )
@@ -90,3 +114,17 @@ class TrajectorySource(BaseSource):
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
         return empty_history()
+
+
+def _per_task(traj: TrajectoryRun) -> dict[str, Any]:
+    """Exit-status counts, and for one-file-per-instance harnesses every trajectory with its status."""
+    out: dict[str, Any] = {}
+    raw = Counter(r.finish_raw for r in traj.records.values() if r.finish_raw)
+    if raw:
+        out["exit_statuses"] = dict(sorted(raw.items()))
+    if traj.format in PER_TASK_FORMATS:
+        out["trajectories"] = [
+            {"task": r.name, "exit_status": r.finish_raw, "finish": r.finish, "passed": r.passed,
+             "steps": r.steps, "calls": len(r.features.calls), "cost": r.cost}
+            for r in traj.records.values()]
+    return out

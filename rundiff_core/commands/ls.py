@@ -34,7 +34,37 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
         row["keys"] = keys
         row["points"] = run.n_points()
     row["fidelity"] = list(run.fidelity)
+    if "pass_k" in run.summary:  # agent runs (trajectory adapter): outcomes, trials, exit statuses
+        for key in ("tasks", "scored", "passed", "pass_rate", "pass_k", "exit_statuses", "trajectories"):
+            if key in run.summary:
+                row[key] = run.summary[key]
     return row
+
+
+def _agent_lines(row: dict[str, Any]) -> list[str]:
+    out = []
+    rate = ("no outcomes" if row.get("pass_rate") is None
+            else f"pass rate {row['pass_rate']:.1%} ({row['passed']}/{row['scored']})")
+    statuses = row.get("exit_statuses") or {}
+    exits = ("; exit statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items())) if statuses else ""
+    out.append(f"  {row.get('tasks', 0)} tasks, {rate}{exits}")
+    if row.get("pass_k"):
+        out.append(_pass_k_line(row["pass_k"]))
+    for t in row.get("trajectories") or ():
+        outcome = {True: "resolved", False: "unresolved", None: "no outcome"}[t["passed"]]
+        cost = "" if t.get("cost") is None else f", cost {t['cost']:.4g}"
+        steps = "" if t.get("steps") is None else f", {t['steps']} steps"
+        exit_text = f"{t['exit_status']} → {t['finish']}, " if t["exit_status"] else ""
+        calls = f", {t['calls']} calls" if t["calls"] else ""
+        out.append(f"    {t['task']}: {exit_text}{outcome}{steps}{calls}{cost}")
+    return out
+
+
+def _pass_k_line(pk: dict[str, Any]) -> str:
+    hat = ", ".join(f"pass^{k} {v:.3f}" for k, v in pk["pass_hat_k"].items())
+    at = ", ".join(f"pass@{k} {v:.3f}" for k, v in pk["pass_at_k"].items())
+    left = f"; {pk['tasks_excluded']} task(s) with fewer trials left out" if pk["tasks_excluded"] else ""
+    return f"  {pk['tasks']} tasks × {pk['trials']} trials: {hat}; {at}{left}"
 
 
 def add_parser(sub: CommandHost) -> None:
@@ -59,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
         for k in row.get("keys", []):
             print(f"  {k['key']}: {k['points']} points, steps {fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}")
+        if "tasks" in row and "pass_k" in row:
+            print("\n".join(_agent_lines(row)))
         for note in row["fidelity"]:
             print(f"  note: {note}")
     return 0

@@ -32,14 +32,18 @@ DEFAULT_ROOT = os.path.join(".understudy", "trajectory-diffs")
 def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser(
         "trajectories",
-        help="task-by-task behavioural diff of agent runs (trajectory exports, Inspect, τ-bench)",
-        description="Align agent runs by task name, build the outcome matrix, classify the reachable "
-        "gap (persistence/recovery, knowledge, format/parsing) and count clean warm-start "
+        help="task-by-task behavioural diff of agent runs (trajectory exports, Inspect, τ-bench, SWE-bench, "
+        "mini-swe-agent, SWE-agent, OpenHands, lm-eval)",
+        description="Align agent runs by task name, test whether B differs from A (McNemar's exact "
+        "test, paired bootstrap CI), build the outcome matrix, classify the reachable gap "
+        "(persistence/recovery, knowledge, format/parsing) and count clean warm-start "
         "trajectories. Reads exports on disk; never runs models; sends nothing anywhere.",
     )
     p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="trajectory exports (JSON/JSONL, Inspect .eval/.json, τ-bench .json); "
-                   "labelled A, B, C… in order; traj:PATH#trial=N picks one trial/epoch")
+                   help="trajectory exports or run folders (JSON/JSONL, Inspect .eval/.json, τ-bench .json, "
+                   "SWE-bench reports, mini-swe-agent/SWE-agent folders, OpenHands output.jsonl, lm-eval "
+                   "results/samples); labelled A, B, C… in order; PATH#trial=N picks one trial/epoch; "
+                   "FOLDER#report=PATH joins SWE-bench outcomes with trajectories")
     p.add_argument("--baseline", metavar="RUN",
                    help="the run every other run is compared against: a label (A, B…) or the "
                    "address as given (default: the first)")
@@ -131,8 +135,11 @@ def _input_path(raw: str) -> str:
     """The file or folder an address reads (scheme and #selector stripped)."""
     address = parse_address(raw)
     path = address.locator if address.scheme else raw
-    head, sep, tail = path.rpartition("#")
-    return head if sep and "=" in tail else path
+    while True:
+        head, sep, tail = path.rpartition("#")
+        if not (sep and "=" in tail):
+            return path
+        path = head
 
 
 def _out_dir(args: argparse.Namespace, inputs: list[str]) -> str:

@@ -16,6 +16,7 @@ from .engine import (
     validate_pair,
 )
 from .model import Call, Features, TaskRecord, TrajectoryRun
+from .paired import mcnemar_exact, paired_significance, pass_hat_k
 from .render import write_outputs
 from .signals import analyze_messages, bucket_finish, classify_result
 
@@ -33,6 +34,9 @@ __all__ = [
     "classify_result",
     "diff_pair",
     "diff_runs",
+    "mcnemar_exact",
+    "paired_significance",
+    "pass_hat_k",
     "validate_pair",
     "write_outputs",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import InputError
 from .distributions import describe
 from .model import FINISH_BUCKETS, TaskRecord, TrajectoryRun
+from .paired import paired_significance
 from .signals import redact_snippet
 
 GAP_CLASSES = ("persistence", "knowledge", "format")
@@ -444,6 +445,9 @@ def summarize(a: TrajectoryRun, b: TrajectoryRun, rows: list[TaskRow], t: Thresh
         "stability": stability,
         "thresholds": t.__dict__.copy(),
     }
+    labels = (a.label or "A", b.label or "B")
+    summary["significance"] = {"train": paired_significance(train, a, b, labels, t.min_n),
+                               "holdout": paired_significance(holdout, a, b, labels, t.min_n)}
     summary["verdict"] = verdict(summary, t)
     summary["regressions"] = regressions(summary)
     return summary
@@ -476,6 +480,9 @@ def verdict(s: dict[str, Any], t: Thresholds) -> dict[str, Any]:
     reasons: list[str] = []
     if n_shared < t.min_n:
         reasons.append(f"shared train/dev tasks N={n_shared} < {t.min_n}")
+    sig = s.get("significance", {}).get("train")
+    if sig and sig["p"] is not None and not sig["significant"] and g["n"]:
+        reasons.append(f"the paired test finds no evidence that {B} differs from {A} (p = {sig['p']:.2g})")
     if s["stability"]["downgrade"]:
         reasons.append(f"{s['stability']['unstable_rate']:.1%} of tasks unstable across repeats "
                        f"(> {t.max_unstable:.0%})")

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .paired import pass_hat_k
+
 FINISH_BUCKETS = ("completed", "max_steps", "gave_up", "error", "unknown")
 
 ERROR_KINDS = ("http_4xx", "http_5xx", "empty", "exception", "invalid_args")
@@ -89,6 +91,7 @@ class TaskRecord:
     finish: str = "unknown"
     holdout: bool = False
     split: str | None = None
+    cluster: str | None = None  # cluster/group the task belongs to (clustered standard errors)
     status: str = "ok"  # ok | crash | timeout | unscored (no outcome: left out of the join)
     repeat: int | None = None  # trial/epoch/repeat index when the export has one
     position: int = 0  # record index in the file (for warm-start pointers)
@@ -165,4 +168,14 @@ class TrajectoryRun:
         for key in ("input_tokens", "output_tokens", "cost"):
             vals = [getattr(r, key) for r in recs if getattr(r, key) is not None]
             out[key] = sum(vals) if vals else None
+        out["pass_k"] = pass_hat_k(self.trial_counts())
+        return out
+
+    def trial_counts(self) -> list[tuple[int, int]]:
+        """(attempts with an outcome, successes) per task, primary and repeats together."""
+        out = []
+        for name, rec in self.records.items():
+            tries = [r for r in (rec, *self.repeats.get(name, ())) if r.has_outcome]
+            if tries:
+                out.append((len(tries), sum(1 for r in tries if r.passed)))
         return out

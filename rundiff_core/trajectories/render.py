@@ -190,6 +190,10 @@ def render_report(runs: list[TrajectoryRun], pairs: list[PairDiff], samples: int
     for r in runs:
         for note in r.notes:
             out.append(f"- {r.label}: {note}")
+    for r in runs:
+        pk = r.summary()["pass_k"]
+        if pk:
+            out.append(f"- {r.label}: {pass_k_text(pk)}")
     t = pairs[0].thresholds if pairs else None
     if t:
         out += ["", f"Thresholds: min N {t.min_n}; unstable share {t.max_unstable:.0%}; thrash ≤ "
@@ -205,10 +209,17 @@ def render_pair(p: PairDiff, samples: int) -> list[str]:
     A, B = p.baseline.label, p.candidate.label
     al, mx = s["alignment"], s["matrix"]
     out = [f"## {A} (baseline) vs {B}", ""]
+    sig = s["significance"]
+    if sig["train"]:
+        out += [f"**Paired test (train/dev).** {sig['train']['text']}", ""]
+    if sig["holdout"]:
+        out += [f"**Paired test (holdout).** {sig['holdout']['text']}", ""]
     out += [f"**Verdict.** {s['verdict']['text']}", "", f"**Regressions.** {s['regressions']['text']}"]
     if s["regressions"]["count"]:
         out.append(f"Lost tasks: {_list(s['regressions']['train'] + s['regressions']['holdout'])}")
 
+    if sig["train"]:
+        out += ["", *render_significance(sig["train"])]
     out += ["", "### 1. Alignment", "",
             f"{A}: {al['tasks_a']} tasks, {B}: {al['tasks_b']} tasks; **{al['shared']} shared with an outcome "
             f"in both** ({al['shared_train']} train/dev, {al['shared_holdout']} holdout)."]
@@ -324,6 +335,38 @@ def render_pair(p: PairDiff, samples: int) -> list[str]:
     return out
 
 
+def pass_k_text(pk: dict[str, Any]) -> str:
+    """`pass^1 0.420 · pass^2 … | pass@4 0.700 over 50 tasks × 4 trials`."""
+    hat = " · ".join(f"pass^{k} {fmt(v, 3)}" for k, v in pk["pass_hat_k"].items())
+    at = " · ".join(f"pass@{k} {fmt(v, 3)}" for k, v in pk["pass_at_k"].items())
+    extra = f" ({pk['tasks_excluded']} task(s) with fewer trials left out)" if pk["tasks_excluded"] else ""
+    return f"{hat} | {at} — over {pk['tasks']} tasks × {pk['trials']} trials{extra}"
+
+
+def render_significance(sig: dict[str, Any]) -> list[str]:
+    """The paired-test table: what was tested, on which values, with which interval."""
+    ci = sig["ci"]
+    rows = ["| paired statistic | value |", "|---|---|",
+            f"| tasks (N) | {sig['n']} |",
+            f"| pass rate A → B | {sig['pass_rate_a']:.1%} → {sig['pass_rate_b']:.1%} |",
+            f"| discordant (gained / lost) | {sig['discordant']} ({sig['gained']} / {sig['lost']}) |",
+            f"| McNemar exact p ({sig['mcnemar']['scope']}) | {fmt(sig['mcnemar']['p'], 4)} |",
+            f"| mean difference ({sig['values']}) | {fmt(sig['difference'], 4)} |",
+            f"| {ci['level']:.0%} CI | {fmt(ci['lo'], 4)} … {fmt(ci['hi'], 4)} ({ci['method']}) |",
+            f"| SE (CLT, paired) | {'—' if sig['se'] is None else fmt(sig['se'], 4)} |"]
+    if sig["clusters"]:
+        c = sig["clusters"]
+        rows.append(f"| clustered SE ({c['n']} clusters) | {fmt(c['se'], 4)} (normal CI {fmt(c['ci_normal']['lo'], 4)} … "
+                    f"{fmt(c['ci_normal']['hi'], 4)}) |")
+    if not sig["test"]["test"].startswith("McNemar"):
+        rows.append(f"| {sig['test']['test']} on {sig['test']['on']} | p = {fmt(sig['test']['p'], 4)} |")
+    sc = sig.get("scores")
+    if sc:
+        rows.append(f"| scores: mean A → B | {fmt(sc['mean_a'], 4)} → {fmt(sc['mean_b'], 4)}; paired t p = "
+                    f"{'—' if sc['p'] is None else fmt(sc['p'], 4)}; CI {fmt(sc['ci']['lo'], 4)} … {fmt(sc['ci']['hi'], 4)} |")
+    return rows
+
+
 def _budget(b: dict[str, Any]) -> str:
     if b["total"] is None:
         return "not in export"
@@ -375,6 +418,8 @@ def summary_lines(pairs: list[PairDiff], report_path: str | None = None) -> list
         tr = s["matrix"]["train"]
         g, w, st = s["gap_classes"], s["warm_start"], s["stability"]
         out.append(f"{A} = {p.baseline.display}  vs  {B} = {p.candidate.display}")
+        if s["significance"]["train"]:
+            out.append(f"  {s['significance']['train']['text']}")
         out.append(f"  shared {s['alignment']['shared']} ({s['alignment']['shared_train']} train/dev, "
                    f"{s['alignment']['shared_holdout']} holdout), unmatched {len(s['alignment']['unmatched'])}")
         out.append(f"  {A}✓{B}✓ {tr['both_pass']['count']}  {A}✗{B}✗ {tr['both_fail']['count']}  "

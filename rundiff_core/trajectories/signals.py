@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..redact import redact_text
@@ -304,8 +304,12 @@ def parse_tool_schemas(tools: Any) -> dict[str, Mapping[str, Any]] | None:
     return out or None
 
 
-def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None) -> tuple[Call, str | None] | None:
-    """A Call (and its id) from an OpenAI or Inspect shaped tool call; None if it has no name."""
+def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None,
+               endpoint: Callable[[Any], str | None] | None = None) -> tuple[Call, str | None] | None:
+    """A Call (and its id) from an OpenAI or Inspect shaped tool call; None if it has no name.
+
+    `endpoint` (args → endpoint) replaces the URL rule for harnesses whose one tool is a shell.
+    """
     if not isinstance(tc, dict):
         return None
     fn = tc.get("function")
@@ -345,7 +349,7 @@ def parse_call(tc: Any, schemas: Mapping[str, Mapping[str, Any]] | None) -> tupl
                 invalid = f"schema: {invalid}"
     key = raw_args.strip()[:ARGS_KEY_MAX] if args is None else _args_key(args)
     call = Call(name=name, args_key=key, valid=invalid is None, invalid_reason=invalid,
-                endpoint=endpoint_of(args))
+                endpoint=(endpoint or endpoint_of)(args))
     return call, call_id
 
 
@@ -363,7 +367,8 @@ def redact_snippet(text: str | None, limit: int = SNIPPET) -> str | None:
 # -- one trajectory ---------------------------------------------------------------------------------
 
 
-def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> Features:
+def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                     endpoint: Callable[[Any], str | None] | None = None) -> Features:
     """Walk a trajectory once: calls with their results, errors, retries, recoveries, thrash.
 
     After an error result the agent either makes another tool call (retried) or none (quit); an
@@ -396,7 +401,7 @@ def analyze_messages(messages: Any, schemas: Mapping[str, Mapping[str, Any]] | N
             if isinstance(m.get("function_call"), dict):  # legacy single function call
                 tcs = [*tcs, {"function": m["function_call"]}]
             for tc in tcs:
-                parsed = parse_call(tc, schemas)
+                parsed = parse_call(tc, schemas, endpoint)
                 if parsed is None:
                     f.malformed_messages += 1
                     continue
