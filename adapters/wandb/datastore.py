@@ -22,7 +22,7 @@ from rundiff_core import protobuf
 
 from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, frame, sniff
 from .values import numeric_values, parse_spans
-from .vector import last_of_repeats, lengths, span_codes, span_names, walk
+from .vector import last_of_repeats, span_codes, span_names, walk
 from .wire import DAMAGE, git, item, text, timestamp
 
 # bound once: the per-record decoder calls these for every field it reads
@@ -137,7 +137,7 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
             p[has_num] = np.where(ok, q + width, ends[has_num])
         tag = arr[np.minimum(p, len(arr) - 1)]
         cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
-        length, body, bad = lengths(arr, p + 1)
+        length, body, bad = protobuf.read_lengths(arr, p + 1)
         cand &= ~bad & (body + length <= ends)
         kind[cand] = tag[cand] >> 3
         sub_s[cand] = body[cand]

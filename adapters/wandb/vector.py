@@ -16,19 +16,6 @@ from rundiff_core import protobuf
 
 from .wire import text
 
-
-def lengths(arr: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Length varints of one or two bytes at `at`: (length, body start, too-long mask)."""
-    last = len(arr) - 1
-    b1 = arr[np.minimum(at, last)]
-    two = b1 >= 0x80
-    if not two.any():
-        return b1.astype(np.int64), at + 1, two
-    b1 = b1.astype(np.int64)
-    b2 = arr[np.minimum(at + 1, last)].astype(np.int64)
-    return np.where(two, (b1 & 0x7F) | (b2 << 7), b1), at + 1 + two, two & (b2 >= 0x80)
-
-
 _MAX_KEY_PARTS = 8
 
 
@@ -53,7 +40,7 @@ def walk(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history: bool
         p = pos[active]
         e = ends[active]
         tag = arr[p]
-        length, body, bad = lengths(arr, p + 1)
+        length, body, bad = protobuf.read_lengths(arr, p + 1)
         fend = body + length
         is_item = tag == 0x0A
         is_12 = tag == 0x12
@@ -132,7 +119,7 @@ def item_shapes(arr: np.ndarray, bb: np.ndarray, fe: np.ndarray):
     bad |= (parts == 0) | (flat & (parts > 1)) | (q + 3 > fe)
     qc = np.minimum(q, last - 4)
     marker = (arr[qc] == 0x82) & (arr[qc + 1] == 0x01)
-    vlen, vs, vbad = lengths(arr, qc + 2)
+    vlen, vs, vbad = protobuf.read_lengths(arr, qc + 2)
     bad |= ~marker | vbad | (vs + vlen != fe)
     return bb, q, vs, bad
 
