@@ -135,7 +135,9 @@ def redact(value: Any, key: str = "") -> Any:
             flag = value[i - 1]
             if isinstance(flag, str) and flag.startswith("-") and _SECRET_FLAG.match(flag):
                 out[i] = REDACTED
-        return type(value)(out)
+        if type(value) is list:
+            return out
+        return type(value)(*out) if hasattr(value, "_fields") else type(value)(out)  # namedtuple
     if isinstance(value, str):
         return redact_text(value)
     return value
