@@ -92,14 +92,22 @@ def _is_secret(key: str, patterns: tuple[str, ...]) -> bool:
     return bool(_compiled(patterns).search(key))
 
 
-# Every pattern above needs one of these; text without any (most config values) is returned as is.
-_MAYBE_SECRET = re.compile(r"[=:]|sk-|gh[pousr]_|xox[abprs]-|AKIA|AIza|hf_|eyJ|(?i:bearer)")
+# Every pattern above needs one of these (lower-cased): a secret-ish key word, a key shape, or the
+# `@` of credentials in a URL. Text without any — most values, every plain path or address — is
+# returned as is after a few substring scans, far cheaper than running the patterns.
+_HINTS = ("key", "token", "secret", "passw", "authoriz", "bearer", "sk-", "ghp_", "gho_", "ghu_",
+          "ghs_", "ghr_", "xox", "akia", "aiza", "hf_", "eyj", "@")
+
+
+def _may_hold_secret(text: str) -> bool:
+    low = text.lower()
+    return any(h in low for h in _HINTS)
 
 
 def redact_text(text: str) -> str:
     """Scrub secrets embedded in free text: URL passwords, quoted and bare KEY=value pairs, bearer
-    tokens, and well-known key shapes (sk-…, ghp_…, AKIA…, hf_…, JWTs)."""
-    return _scrub(text) if _MAYBE_SECRET.search(text) else text
+    tokens, and well-known key shapes (sk-…, ghp_…, AKIA…, hf_…, JWTs, Neptune tokens)."""
+    return _scrub(text) if _may_hold_secret(text) else text
 
 
 def _scrub(text: str) -> str:
@@ -127,7 +135,9 @@ def redact(value: Any, key: str = "") -> Any:
             flag = value[i - 1]
             if isinstance(flag, str) and flag.startswith("-") and _SECRET_FLAG.match(flag):
                 out[i] = REDACTED
-        return type(value)(out)
+        if type(value) is list:
+            return out
+        return type(value)(*out) if hasattr(value, "_fields") else type(value)(out)  # namedtuple
     if isinstance(value, str):
         return redact_text(value)
     return value

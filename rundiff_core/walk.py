@@ -2,13 +2,15 @@
 
 A sniffer may be handed `/` or a home folder with a million files; every adapter that looks
 below a path walks through here, so each walk has the same limits: at most `max_depth` levels
-below the root, at most `max_entries` directory entries listed in total, hidden folders skipped
+below the root, at most `max_entries` directory entries read in total (a folder larger than what
+is left of the budget is read only that far, in the file system's order), hidden folders skipped
 unless asked, and never a directory symlink followed — a link inside the root points at a folder
 the walk reaches anyway, a link out of it (or back up, making a cycle) is not the root's content.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -81,9 +83,16 @@ class Walk:
             stack.extend((e.path, depth + 1) for e in reversed(folder.dirs))
 
     def _list(self, path: str) -> list[os.DirEntry[str]] | None:
+        room = None if self.max_entries is None else self.max_entries - self.listed
         try:
             with os.scandir(path) as it:
-                entries = list(it)
+                if room is None:
+                    entries = list(it)
+                else:  # a folder of a million files costs its first `room` entries, not all
+                    entries = list(itertools.islice(it, room + 1))
+                    if len(entries) > room:
+                        entries.pop()
+                        self.truncated = True
         except OSError:  # vanished, unreadable, or not a directory: nothing to see
             return None
         key = self.sort_key

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-from rundiff_core import AdapterSpec, Address, Claim, ProjectClaim, hookimpl
+from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Address, Claim, ProjectClaim, hookimpl
 
 from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
 
@@ -41,9 +41,10 @@ def rundiff_sniff_path(path):
         return None
     if is_run_dir(path):
         return Claim(NAME, f"W&B run folder {os.path.basename(os.path.normpath(path))}")
-    root = wandb_root(path)
+    root = wandb_root(path, SNIFF_ENTRIES)
     if root is not None:
-        return Claim(NAME, f"folder of {len(run_dirs(root))} W&B run folder(s)", locator=root)
+        return Claim(NAME, f"folder of {len(run_dirs(root, SNIFF_ENTRIES))} W&B run folder(s)",
+                     locator=root)
     return None
 
 
@@ -60,9 +61,10 @@ def rundiff_parse_address(raw):
 def rundiff_detect_project(cwd, environ):
     base = environ.get("WANDB_DIR") or cwd
     folder = os.path.join(base, "wandb")
-    root = wandb_root(folder) if os.path.isdir(folder) else None
+    root = wandb_root(folder, SNIFF_ENTRIES) if os.path.isdir(folder) else None
     if root is not None:
-        return ProjectClaim(NAME, f"{os.path.relpath(root, cwd)}/ holds {len(run_dirs(root))} W&B "
+        n = len(run_dirs(root, SNIFF_ENTRIES))
+        return ProjectClaim(NAME, f"{os.path.relpath(root, cwd)}/ holds {n} W&B "
                             "run folder(s)", address=f"wandb:{root}")
     entity, project = environ.get("WANDB_ENTITY"), environ.get("WANDB_PROJECT")
     if entity and project:

@@ -22,7 +22,7 @@ from rundiff_core import protobuf
 
 from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, frame, sniff
 from .values import numeric_values, parse_spans
-from .vector import last_of_repeats, lengths, span_codes, span_names, walk
+from .vector import last_of_repeats, span_names, walk
 from .wire import DAMAGE, git, item, text, timestamp
 
 # bound once: the per-record decoder calls these for every field it reads
@@ -137,7 +137,7 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
             p[has_num] = np.where(ok, q + width, ends[has_num])
         tag = arr[np.minimum(p, len(arr) - 1)]
         cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
-        length, body, bad = lengths(arr, p + 1)
+        length, body, bad = protobuf.read_lengths(arr, p + 1)
         cand &= ~bad & (body + length <= ends)
         kind[cand] = tag[cand] >> 3
         sub_s[cand] = body[cand]
@@ -235,11 +235,11 @@ def _history_columns(buf, arr: np.ndarray, hist_idx: np.ndarray, sub_s: np.ndarr
             continue
         py_all.append((rec, step, its))
     # key names: one per distinct key span, nested parts joined with "/"
-    codes, reps = span_codes(buf, arr, items["ks"], items["ke"])
+    codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
     names: list[str] = []
     name_code: dict[str, int] = {}
-    remap = np.empty(len(reps), dtype=np.int64)
-    for c, path in enumerate(span_names(buf, reps)):
+    remap = np.empty(len(keys), dtype=np.int64)
+    for c, path in enumerate(span_names(keys)):
         remap[c] = name_code.setdefault("/".join(path), len(name_code))
         if remap[c] == len(names):
             names.append("/".join(path))
@@ -354,15 +354,15 @@ def _summary_fold(buf: bytes, arr: np.ndarray, summ_idx: np.ndarray, sub_s: np.n
         summ_idx = last_of_repeats(buf, summ_idx, sub_s, sub_e)
         items, _step, flagged = walk(arr, sub_s[summ_idx], sub_e[summ_idx], history=False)
         if not flagged.any() and not items["rm"].any():
-            codes, reps = span_codes(buf, arr, items["ks"], items["ke"])
+            codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
             if not codes.size:
                 return
             order_key = items["rec"] * (int(items["j"].max()) + 1) + items["j"]
-            latest = np.full(len(reps), -1, dtype=np.int64)
+            latest = np.full(len(keys), -1, dtype=np.int64)
             np.maximum.at(latest, codes, order_key)
             final = np.flatnonzero(order_key == latest[codes])
             final = final[np.argsort(order_key[final])]
-            paths = span_names(buf, reps)
+            paths = span_names(keys)
             log.summary_updates = {
                 paths[codes[i]]: buf[int(items["vs"][i]) : int(items["ve"][i])] for i in final.tolist()
             }

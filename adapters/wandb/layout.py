@@ -12,6 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from rundiff_core import walk_dirs
+
 RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>[^/\\]+)$")
 HEADER_PREFIX = b":W&B\xe1\xbe"
 
@@ -58,15 +60,13 @@ def run_id_of(folder: str) -> str:
     return os.path.basename(os.path.normpath(folder))
 
 
-def run_dirs(path: str) -> list[str]:
-    """Run folders directly inside `path` (a `wandb/` folder), oldest first, symlinks deduplicated."""
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError:
-        return []
+def run_dirs(path: str, max_entries: int | None = None) -> list[str]:
+    """Run folders directly inside `path` (a `wandb/` folder), oldest first, symlinks deduplicated;
+    sniffing caps the entries read."""
+    listing = next(iter(walk_dirs(path, max_depth=0, max_entries=max_entries, hidden=True)), None)
     seen: set[str] = set()
     found = []
-    for entry in entries:
+    for entry in listing.entries if listing else []:
         if entry.name.startswith(".") or entry.name == "latest-run":
             continue
         if not RUN_DIR.match(entry.name) or not entry.is_dir():
@@ -79,14 +79,14 @@ def run_dirs(path: str) -> list[str]:
     return found
 
 
-def wandb_root(path: str) -> str | None:
+def wandb_root(path: str, max_entries: int | None = None) -> str | None:
     """The folder of run folders `path` names: itself, or its `wandb/` child."""
     if not os.path.isdir(path):
         return None
-    if run_dirs(path):
+    if run_dirs(path, max_entries):
         return path
     child = os.path.join(path, "wandb")
-    if os.path.isdir(child) and run_dirs(child):
+    if os.path.isdir(child) and run_dirs(child, max_entries):
         return child
     return None
 

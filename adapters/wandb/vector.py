@@ -3,8 +3,9 @@
 An item must look exactly like what wandb writes — `0x0A len (0x12|0x0A len key)+ 0x82 0x01 len
 value`, lengths of one or two bytes — and a HistoryRecord may also hold `step { num }`; a record
 with any other shape is flagged for the record-by-record decoder in `datastore.py` (the two are
-tested to agree on real and on randomly damaged logs). Keys are identified by hashing their bytes,
-checked byte for byte.
+tested to agree on real and on randomly damaged logs). Keys are identified by
+`rundiff_core.protobuf.factorize_spans` (hashed, then checked byte for byte), as TensorBoard tags
+are; varints and length prefixes are read by the same module.
 """
 
 from __future__ import annotations
@@ -15,19 +16,6 @@ import pandas as pd
 from rundiff_core import protobuf
 
 from .wire import text
-
-
-def lengths(arr: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Length varints of one or two bytes at `at`: (length, body start, too-long mask)."""
-    last = len(arr) - 1
-    b1 = arr[np.minimum(at, last)]
-    two = b1 >= 0x80
-    if not two.any():
-        return b1.astype(np.int64), at + 1, two
-    b1 = b1.astype(np.int64)
-    b2 = arr[np.minimum(at + 1, last)].astype(np.int64)
-    return np.where(two, (b1 & 0x7F) | (b2 << 7), b1), at + 1 + two, two & (b2 >= 0x80)
-
 
 _MAX_KEY_PARTS = 8
 
@@ -53,7 +41,7 @@ def walk(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history: bool
         p = pos[active]
         e = ends[active]
         tag = arr[p]
-        length, body, bad = lengths(arr, p + 1)
+        length, body, bad = protobuf.read_lengths(arr, p + 1)
         fend = body + length
         is_item = tag == 0x0A
         is_12 = tag == 0x12
@@ -132,77 +120,22 @@ def item_shapes(arr: np.ndarray, bb: np.ndarray, fe: np.ndarray):
     bad |= (parts == 0) | (flat & (parts > 1)) | (q + 3 > fe)
     qc = np.minimum(q, last - 4)
     marker = (arr[qc] == 0x82) & (arr[qc + 1] == 0x01)
-    vlen, vs, vbad = lengths(arr, qc + 2)
+    vlen, vs, vbad = protobuf.read_lengths(arr, qc + 2)
     bad |= ~marker | vbad | (vs + vlen != fe)
     return bb, q, vs, bad
 
 
-def span_names(buf: bytes, spans: list[tuple[int, int]]) -> list[tuple[str, ...]]:
-    """Key paths of raw key spans (`0x12 len part …` nested, or `0x0A len key` flat)."""
+def span_names(keys: list[bytes]) -> list[tuple[str, ...]]:
+    """Key paths of raw key bytes (`0x12 len part …` nested, or `0x0A len key` flat)."""
     out = []
-    for s, e in spans:
-        parts = []
-        for _f, _w, val in protobuf.fields(buf, s, e):
-            parts.append(text(buf, val))
+    for raw in keys:
+        parts = [text(raw, val) for _f, _w, val in protobuf.fields(raw, 0, len(raw))]
         out.append(tuple(parts) if parts else ("",))
     return out
 
 
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
                 dtype=np.uint64)
-# _WORD_MASK[k, n]: the bytes of word k (bytes 8k … 8k+7) that lie inside a span of n bytes
-_WORD_MASK = np.array(
-    [[(1 << (8 * min(max(n - 8 * k, 0), 8))) - 1 for n in range(33)] for k in range(4)], dtype=np.uint64
-)
-
-
-def span_codes(buf: bytes, arr: np.ndarray, ks: np.ndarray, ke: np.ndarray
-                ) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Identify equal byte spans (keys): (code per span, one (start, end) per code).
-
-    A span of up to 32 bytes — nearly every key — is read as up to four little-endian words
-    (one unaligned gather each, bytes past the span masked off), the words are hashed, and every
-    span is then checked word for word against its code's first span: a hash collision only
-    costs time (the exact path), never a wrong key. Longer spans are compared as Python bytes.
-    """
-    n = ks.size
-    if not n:
-        return np.empty(0, dtype=np.int64), []
-    lens = ke - ks
-    short = lens <= 32
-    codes = np.empty(n, dtype=np.int64)
-    reps: list[tuple[int, int]] = []
-    si = np.flatnonzero(short)
-    if si.size:
-        words8 = np.ndarray((len(buf) - 8,), dtype="<u8", buffer=buf, strides=(1,))
-        s = ks[si]
-        length = lens[si]
-        nwords = int(-(-int(length.max()) // 8)) if length.size else 0
-        words = [words8[s + 8 * k] & _WORD_MASK[k][length] for k in range(max(nwords, 1))]
-        h = length.astype(np.uint64)
-        for k, w in enumerate(words):
-            h = h ^ (w * _MIX[k])
-        c, uniq = pd.factorize(h)
-        first = np.full(len(uniq), -1, dtype=np.int64)
-        first[c] = np.arange(c.size)  # any member of each code serves as its representative
-        rep = first[c]
-        exact = length == length[rep]
-        for w in words:
-            exact &= w == w[rep]
-        if exact.all():
-            codes[si] = c
-            reps = [(int(ks[si[i]]), int(ke[si[i]])) for i in first.tolist()]
-        else:  # a hash collision: compare bytes instead
-            short[:] = False
-    li = np.flatnonzero(~short)
-    if li.size:
-        pieces = list(map(bytes, map(buf.__getitem__, map(slice, ks[li].tolist(), ke[li].tolist()))))
-        c, uniq = pd.factorize(np.array(pieces, dtype=object))
-        first = np.full(len(uniq), -1, dtype=np.int64)
-        first[c] = np.arange(c.size)
-        codes[li] = c + len(reps)
-        reps += [(int(ks[li[i]]), int(ke[li[i]])) for i in first.tolist()]
-    return codes, reps
 
 
 def last_of_repeats(buf: bytes, idx: np.ndarray, sub_s: np.ndarray, sub_e: np.ndarray) -> np.ndarray:

@@ -152,6 +152,19 @@ def read_varints(
     return value, width, ok
 
 
+def read_lengths(arr: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Length prefixes of one or two bytes at `at` — nearly every short field's — as (length,
+    payload start, too long): a longer prefix is flagged for the caller's general path."""
+    last = len(arr) - 1
+    b1 = arr[np.minimum(at, last)]
+    two = b1 >= 0x80
+    if not two.any():
+        return b1.astype(np.int64), at + 1, two
+    b1 = b1.astype(np.int64)
+    b2 = arr[np.minimum(at + 1, last)].astype(np.int64)
+    return np.where(two, (b1 & 0x7F) | (b2 << 7), b1), at + 1 + two, two & (b2 >= 0x80)
+
+
 Template = tuple[tuple[int, int], ...]
 
 

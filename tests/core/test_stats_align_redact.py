@@ -98,13 +98,13 @@ def test_the_cheap_precheck_never_skips_text_a_full_scrub_would_change():
     """redact_text skips strings without any secret marker; that must never hide a secret."""
     import random
 
-    from rundiff_core.redact import _MAYBE_SECRET, _scrub
+    from rundiff_core.redact import _may_hold_secret, _scrub
 
     secrets = ["sk-proj-abcdefghijklmnopqrstuv", "ghp_" + "a" * 24, "xoxb-1234567890ab",
                "AKIA" + "B" * 16, "AIza" + "c" * 32, "hf_" + "D" * 24,
                "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sig", "Bearer abcdefgh12345678",
                "https://user:pw@host/x", "API_KEY=abc", "password: hunter2", '"token": "t0k"',
-               "HF_TOKEN = abc", "export MY_SECRET=1"]
+               "HF_TOKEN = abc", "export MY_SECRET=1", "eyJhcGlfYWRkcmVzcyI6Imh0dHBzOi8vYXBwLm5lcHR1bmUuYWkiLCJhcGlfdXJsIjoiaHR0cHM6"]
     rng = random.Random(7)
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/.=:@ \"'"
     corpus = list(secrets)
@@ -114,7 +114,7 @@ def test_the_cheap_precheck_never_skips_text_a_full_scrub_would_change():
         corpus.append(noise + rng.choice(secrets) + noise[::-1])
     for text in corpus:
         if _scrub(text) != text:
-            assert _MAYBE_SECRET.search(text), text
+            assert _may_hold_secret(text), text
     assert all(redact(s) != s for s in secrets)
     assert redact({"optimizer": "adamw", "tags": ["x", "y"]}) == {"optimizer": "adamw",
                                                                   "tags": ["x", "y"]}

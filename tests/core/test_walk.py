@@ -81,3 +81,13 @@ def test_sniffers_stay_bounded_on_a_huge_tree(tmp_path):
     _tree(wide, ["zzz/run/metrics.jsonl"])
     claims = collect_claims(str(wide))
     assert [c.spec.name for c in claims if c.spec.name in ("journal", "tensorboard", "neptune")] == []
+
+
+def test_a_huge_folder_is_read_only_as_far_as_the_budget(tmp_path):
+    for i in range(300):
+        (tmp_path / f"f{i:04d}").write_text("")
+    walk = walk_dirs(tmp_path, max_entries=120)
+    (root,) = list(walk)
+    assert len(root.entries) == 120 and walk.truncated and walk.listed == 120
+    exact = walk_dirs(tmp_path, max_entries=300)
+    assert len(next(iter(exact)).entries) == 300 and not exact.truncated
