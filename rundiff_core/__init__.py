@@ -70,6 +70,9 @@ _EXPORTS: dict[str, str] = {
     "normalize_reason": "trajectories.signals",
     "parse_tool_schemas": "trajectories.signals",
     "pick_finish": "trajectories.signals",
+    "endpoint_of": "trajectories.signals",
+    "bucket_finish": "trajectories.signals",
+    "content_text": "trajectories.signals",
 }
 
 # name -> submodule exported whole, as a namespace (`from rundiff_core import protobuf`)
@@ -113,7 +116,10 @@ __all__ = [
     "Walk",
     "__version__",
     "analyze_messages",
+    "bucket_finish",
+    "content_text",
     "empty_history",
+    "endpoint_of",
     "factorize",
     "filter_keys",
     "flatten",
@@ -209,6 +215,9 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .trajectories.signals import (
         TIMEOUT_RAW,
         analyze_messages,
+        bucket_finish,
+        content_text,
+        endpoint_of,
         normalize_reason,
         parse_tool_schemas,
         pick_finish,

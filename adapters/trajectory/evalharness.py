@@ -17,9 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rundiff_core.errors import InputError
-from rundiff_core.trajectories.model import TaskRecord, TrajectoryRun
-from rundiff_core.trajectories.signals import analyze_messages, endpoint_of
+from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, endpoint_of
 
 from .shell import exit_bucket, openhands_messages, shell_endpoint
 from .swebench import join_outcomes, repo_of

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rundiff_core.trajectories.signals import bucket_finish, content_text, normalize_reason
+from rundiff_core import bucket_finish, content_text, normalize_reason
 
 # mini-swe-agent's action regexes (1.x ```bash, 2.x text-based ```mswea_bash_command); fixed, never read from data
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)

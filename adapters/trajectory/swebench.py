@@ -22,10 +22,7 @@ from typing import Any
 
 import yaml
 
-from rundiff_core.errors import InputError
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
-from rundiff_core.trajectories.model import TaskRecord, TrajectoryRun
-from rundiff_core.trajectories.signals import analyze_messages
+from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, load_yaml_plain
 
 from .shell import exit_bucket, minisweagent_messages, shell_endpoint, sweagent_messages
 

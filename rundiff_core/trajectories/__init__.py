@@ -1,24 +1,34 @@
 """Task-by-task behavioural diff of agent runs (`rundiff trajectories`).
 
 The engine reads normalized `TrajectoryRun`s (filled by the trajectory adapter's importers) and
-never imports inspect_ai or any tracker SDK.
+never imports inspect_ai or any tracker SDK. Names load lazily: a sniffer that needs only the model
+(`TaskRecord`, `TrajectoryRun`) or the signal helpers costs no numpy.
 """
 
 from __future__ import annotations
 
-from .engine import (
-    PairDiff,
-    TaskRow,
-    Thresholds,
-    TrajectoryMismatchError,
-    diff_pair,
-    diff_runs,
-    validate_pair,
-)
-from .model import Call, Features, TaskRecord, TrajectoryRun
-from .paired import mcnemar_exact, paired_significance, pass_hat_k
-from .render import write_outputs
-from .signals import analyze_messages, bucket_finish, classify_result
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "PairDiff": "engine", "TaskRow": "engine", "Thresholds": "engine",
+    "TrajectoryMismatchError": "engine", "diff_pair": "engine", "diff_runs": "engine",
+    "validate_pair": "engine",
+    "Call": "model", "Features": "model", "TaskRecord": "model", "TrajectoryRun": "model",
+    "mcnemar_exact": "paired", "paired_significance": "paired", "pass_hat_k": "paired",
+    "write_outputs": "render",
+    "analyze_messages": "signals", "bucket_finish": "signals", "classify_result": "signals",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Call",

@@ -12,8 +12,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .paired import pass_hat_k
-
 FINISH_BUCKETS = ("completed", "max_steps", "gave_up", "error", "unknown")
 
 ERROR_KINDS = ("http_4xx", "http_5xx", "empty", "exception", "invalid_args")
@@ -168,6 +166,8 @@ class TrajectoryRun:
         for key in ("input_tokens", "output_tokens", "cost"):
             vals = [getattr(r, key) for r in recs if getattr(r, key) is not None]
             out[key] = sum(vals) if vals else None
+        from .paired import pass_hat_k  # numpy: only when the summary is asked
+
         out["pass_k"] = pass_hat_k(self.trial_counts())
         return out
 
