@@ -34,6 +34,11 @@ _EXPORTS: dict[str, str] = {
     "flatten": "model",
     "history_frame": "model",
     "make_history": "model",
+    "seed_folder_siblings": "engines.arms",
+    "seed_from_config": "engines.arms",
+    "seed_from_name": "engines.arms",
+    "seed_of": "engines.arms",
+    "load_yaml_plain": "parsing.yamlsafe",
     "AdapterSpec": "registry",
     "Claim": "registry",
     "ProjectClaim": "registry",
@@ -70,8 +75,13 @@ __all__ = [
     "flatten",
     "history_frame",
     "hookimpl",
+    "load_yaml_plain",
     "make_history",
     "parse_address",
+    "seed_folder_siblings",
+    "seed_from_config",
+    "seed_from_name",
+    "seed_of",
 ]
 
 
@@ -101,6 +111,7 @@ def _version() -> str:
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .address import Address, parse_address
+    from .engines.arms import seed_folder_siblings, seed_from_config, seed_from_name, seed_of
     from .errors import (
         AddressError,
         AmbiguousSourceError,
@@ -125,6 +136,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         history_frame,
         make_history,
     )
+    from .parsing.yamlsafe import load_yaml_plain
     from .registry import AdapterSpec, Claim, ProjectClaim
     from .render.formats import ReporterSpec
     from .source import BaseSource, RunSource

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rundiff_core import seed_folder_siblings, seed_from_config, seed_from_name
 from rundiff_core.address import Address
 from rundiff_core.errors import InputError, RunNotFoundError
 from rundiff_core.model import Run, RunRef, empty_history, filter_keys
@@ -61,9 +62,9 @@ class JournalSource(BaseSource):
             os.path.join(path, "events.jsonl")) else ([], [])
         notes += more
         seed_text = read_text(os.path.join(path, "seed.txt"))
-        seed = _int_or_none(seed_text) if seed_text is not None else _seed_from_name(path)
-        if seed is None:
-            seed = _int_or_none(config.get("seed")) if isinstance(config, dict) else None
+        seed = _int_or_none(seed_text) if seed_text is not None else seed_from_name(path)
+        if seed is None and isinstance(config, dict):
+            seed = seed_from_config(config)
         if not os.path.isfile(os.path.join(path, "config.yaml")):
             notes.append("config.yaml missing: config diff unavailable for this run")
         if not os.path.isfile(os.path.join(path, "metrics.jsonl")):
@@ -105,19 +106,20 @@ class JournalSource(BaseSource):
         return frame
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """The sibling `seed-*` run directories of a `seed-*` run: the arm's variance samples."""
+        """The run directories next to a seed-named one (`seed-0`, `seed-1`…; `lr0.1_s0`,
+        `lr0.1_s1`…): the arm's variance samples."""
         path = self._dir(ref)
-        parent, base = os.path.split(path)
-        if not base.startswith("seed"):
+        siblings = seed_folder_siblings(path, is_run_dir)
+        if siblings == [path]:
             return [ref]
-        siblings = sorted(
-            os.path.join(parent, d) for d in os.listdir(parent)
-            if d.startswith("seed") and is_run_dir(os.path.join(parent, d))
-        )
         return [
             RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
             for d in siblings
         ]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The run directory's parent folder."""
+        return f"journal:{os.path.dirname(self._dir(ref))}"
 
 
 def _int_or_none(value: object) -> int | None:
@@ -125,8 +127,3 @@ def _int_or_none(value: object) -> int | None:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return None
-
-
-def _seed_from_name(path: str) -> int | None:
-    base = os.path.basename(path)
-    return _int_or_none(base.split("-", 1)[1]) if base.startswith("seed-") else None

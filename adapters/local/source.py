@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rundiff_core import seed_of
 from rundiff_core.address import Address
 from rundiff_core.errors import InputError, RunNotFoundError
 from rundiff_core.model import Run, RunRef, empty_history, filter_keys, flatten
@@ -55,6 +56,10 @@ class LocalSource(BaseSource):
             name = os.path.relpath(folder)
             refs.append(RunRef(run_id=run_id, address=f"local:{folder}", name=name if not name.startswith("..") else folder))
         return refs
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The run folder's parent, where rundiff looks for its seeds (runs with an equal config)."""
+        return f"local:{os.path.dirname(ref.address.split(':', 1)[1])}"
 
     def _files(self, ref: RunRef) -> list[str]:
         folder = ref.address.split(":", 1)[1]
@@ -111,7 +116,7 @@ class LocalSource(BaseSource):
             config=redact(config),
             summary=redact(summary),
             status="unknown",
-            seed=_seed(config),
+            seed=seed_of(config, folder),
             fidelity=notes,
             meta={"path": folder, "files": [os.path.basename(f) for f in files]},
         )
@@ -151,13 +156,6 @@ def _is_scalar(v: Any) -> bool:
 
 def _scalar_object(d: dict[str, Any]) -> bool:
     return all(_is_scalar(v) for v in d.values())
-
-
-def _seed(config: dict[str, Any]) -> int | None:
-    for k, v in flatten(config).items():
-        if k.lower().rsplit(".", 1)[-1] in ("seed", "manualseed", "random_seed") and isinstance(v, int):
-            return v
-    return None
 
 
 def _csv_history(path: str) -> tuple[pd.DataFrame, list[str]]:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl
 import numpy as np
 import pandas as pd
 
+from rundiff_core import seed_from_config
 from rundiff_core.address import Address
 from rundiff_core.errors import InputError, MissingDependencyError, RunNotFoundError, UsageError
 from rundiff_core.model import Run, RunEvent, RunRef, empty_history, filter_keys, make_history
@@ -34,7 +35,7 @@ from rundiff_core.redact import redact, redact_text
 from rundiff_core.source import BaseSource
 
 from .datastore import is_bookkeeping
-from .source import ONLINE, WandbSource, _seed
+from .source import ONLINE, WandbSource
 
 INSTALL_HINT = "pip install 'rundiff[wandb]'"
 FILTER_KEYS = ("state", "group", "job_type", "tag", "name", "filter", "order", "limit")
@@ -188,6 +189,10 @@ class OnlineWandbSource(WandbSource):
         return (os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").rstrip("/")
 
     # -- listing ---------------------------------------------------------------------------------
+    def collection(self, ref: RunRef) -> str | None:
+        """The run's project (`wandb:ENTITY/PROJECT`), where rundiff looks for its seeds."""
+        return f"wandb:{self.entity}/{self.project}"
+
     def list_runs(self) -> list[RunRef]:
         if self._listed is not None:
             return self._listed
@@ -256,7 +261,7 @@ class OnlineWandbSource(WandbSource):
             config=redact(config),
             summary=redact(summary),
             status=status,
-            seed=_seed(config),
+            seed=seed_from_config(config),
             git_sha=attrs.get("commit") or None,
             events=events,
             fidelity=notes,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..engines.arms import load_arm
+from ..engines.arms import label_arms, load_arm, overlapping, split_to_runs
 from ..engines.diff import run_diff
 from ..engines.stats import STATISTICS
 from ..render import dumps
 from ..render.diff_md import render_diff_markdown
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,15 +21,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
     p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
     p.add_argument("--all-keys", action="store_true", help="list every changed config key")
-    p.add_argument("--no-seeds", action="store_true", help="ignore sibling seed-* runs")
+    add_arm_options(p, no_seeds_help="compare the two named runs only, without their seeds")
     p.add_argument("--format", choices=format_choices("diff", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    a = load_arm(args.a, siblings=not args.no_seeds)
-    b = load_arm(args.b, siblings=not args.no_seeds)
+    grouping = grouping_from(args)
+    a = load_arm(args.a, grouping=grouping)
+    b = load_arm(args.b, grouping=grouping)
+    if overlapping(a, b):  # two seeds of one arm: compare them run to run
+        a, b = split_to_runs([a, b])
+    label_arms([a, b], grouping)
     result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)
     if emit("diff", args.format, result.to_dict):
         pass

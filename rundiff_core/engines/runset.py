@@ -1,9 +1,8 @@
-"""What the many-run commands share: loading with progress, seed groups, the common step,
+"""What the many-run commands share: loading with progress, arms (engines.arms), the common step,
 values at that step, GPU hours and anomalies. Same honesty rules as `diff` and `compare`."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -17,7 +16,7 @@ import numpy as np
 from ..errors import MetricNotFoundError
 from ..model import Run
 from .align import slice_at
-from .diff import SEED_KEYS
+from .arms import Grouping, arms_of, attach
 from .stats import bootstrap_ci, goal_for, robust_spikes, sample_std
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
@@ -40,7 +39,7 @@ def load_sources(
 
     def load(item: tuple[Any, Any]) -> Run:
         src, ref = item
-        run = src.load_run(ref)
+        run = attach(src, ref, src.load_run(ref))
         if histories:
             run.history()
         return run
@@ -64,52 +63,28 @@ def load_sources(
         return runs
 
 
-def config_key(run: Run) -> str:
-    """The run's config without seed keys: runs sharing it are seeds of one group."""
-    flat = {k: v for k, v in run.flat_config.items() if not SEED_KEYS.search(k)}
-    return json.dumps(flat, sort_keys=True, default=str)
-
-
 @dataclass
 class Group:
-    """Runs whose configs differ only by a seed key (or a single run)."""
+    """One arm of a many-run command: its label (engines.arms' labeller) and its runs."""
 
     label: str
     runs: list[Run]
+    how: str = "one run"
 
     @property
     def n(self) -> int:
         return len(self.runs)
 
 
-def _group_label(runs: Sequence[Run]) -> str:
-    if len(runs) == 1:
-        return runs[0].name
-    names = [r.name for r in runs]
-    prefix = os.path.commonprefix(names).rstrip("-_/.")
-    stripped = re.sub(r"([/_-]?seed[-_]?)$", "", prefix, flags=re.I)
-    base = stripped or names[0]
-    return f"{base} ({len(runs)} seeds)"
-
-
-def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True) -> list[Group]:
-    """Group runs by config-without-seed, keeping first-seen order; labels are full names."""
-    if not group_seeds:
-        return [Group(r.name, [r]) for r in runs]
-    buckets: dict[str, list[Run]] = {}
-    for run in runs:
-        has_config = bool(run.flat_config)
-        key = config_key(run) if has_config else f"__single__{run.address}"
-        buckets.setdefault(key, []).append(run)
-    groups = [Group(_group_label(rs), rs) for rs in buckets.values()]
-    seen: dict[str, int] = {}
-    for g in groups:  # labels must be unique to be traceable
-        if g.label in seen:
-            seen[g.label] += 1
-            g.label = f"{g.label} [{seen[g.label]}]"
-        else:
-            seen[g.label] = 1
-    return groups
+def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True,
+                grouping: Grouping | None = None) -> list[Group]:
+    """The runs' arms (engines.arms: declared siblings, else equal configs in one collection, else
+    alone; `grouping` carries --group-by/--no-seeds), first-seen order, unique labels."""
+    if grouping is None:
+        grouping = Grouping() if group_seeds else Grouping(seeds=False)
+    elif not group_seeds:
+        grouping = Grouping(seeds=False, rules=grouping.rules)
+    return [Group(a.label, a.seeds, a.how) for a in arms_of(runs, grouping)]
 
 
 def last_step(run: Run, metric: str) -> float:
