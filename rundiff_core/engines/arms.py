@@ -399,8 +399,10 @@ def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
-    """Name every arm of one comparison (sets `Arm.label`): by the config keys that tell the arms
-    apart (`num_layers=4, lr=0.001`), else by members; labels are made unique."""
+    """Name every arm of one comparison (sets `Arm.label`): by the config keys whose values differ
+    between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS) when that names every arm
+    differently, else every arm by its members (`version_11…13 (3 seeds)`); a label still shared
+    gets the arm's address appended."""
     g = grouping or DEFAULT
     configs = [arm_config(a.primary, g.rules) for a in arms]
     keys = list(g.group_by) if g.group_by else distinguishing_keys(configs) if len(arms) > 1 else []
@@ -412,9 +414,8 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
         if len(shown) > LABEL_MAX_KEYS:
             parts.append(f"+{len(shown) - LABEL_MAX_KEYS} more")
         labels.append(", ".join(parts) if parts else arm.members)
-    for i, label in enumerate(labels):
-        if labels.count(label) > 1 and label != arms[i].members:
-            labels[i] = f"{label} · {arms[i].members}"
+    if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
+        labels = [a.members for a in arms]
     for i, label in enumerate(labels):
         if labels.count(label) > 1:
             labels[i] = f"{label} [{arms[i].primary.address}]"
