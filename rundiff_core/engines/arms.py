@@ -133,7 +133,7 @@ IDENTITY_KEYS: dict[str, str] = {
                       r"exp|experiment|result|results|default_root|tensorboard|tb|wandb|cache|"
                       r"artifact|artifacts)_?(dir|dirs|path|folder|directory|root|location|uri)"
                       r"|dirpath|logdir|outdir|workdir|savedir|output|resume_from_checkpoint",
-    "run names and ids": r"(run|job|trial|experiment|exp|task)_?(name|id|uuid)|uuid|slurm_job_?id",
+    "run names and ids": r"(run|job|trial|experiment|exp)_?(name|id|uuid)|uuid|slurm_job_?id",
     "timestamps and dates": r"timestamp|time_stamp|date|datetime|start_time|end_time|start_date|"
                             r"created|created_at|started_at|updated_at|launch_time|launched_at|"
                             r"run_date|now",
