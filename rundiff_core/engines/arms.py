@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,7 +133,7 @@ IDENTITY_KEYS: dict[str, str] = {
     "paths and dirs": r"(output|out|log|logging|checkpoint|checkpoints|ckpt|save|work|working|run|"
                       r"exp|experiment|result|results|default_root|tensorboard|tb|wandb|cache|"
                       r"artifact|artifacts)_?(dir|dirs|path|folder|directory|root|location|uri)"
-                      r"|dirpath|logdir|outdir|workdir|savedir|output|resume_from_checkpoint",
+                      r"|dirpath|logdir|outdir|workdir|savedir|output|out|resume_from_checkpoint",
     "run names and ids": r"(run|job|trial|experiment|exp)_?(name|id|uuid)|uuid|slurm_job_?id",
     "timestamps and dates": r"timestamp|time_stamp|date|datetime|start_time|end_time|start_date|"
                             r"created|created_at|started_at|updated_at|launch_time|launched_at|"
@@ -235,14 +236,25 @@ def _is_self_value(value: Any, own: set[str], folder: str | None) -> bool:
 
 
 def arm_config(run: Run, rules: ArmRules | None = None) -> dict[str, Any]:
-    """The run's flat config without seed keys, identity keys and values naming the run itself:
-    what must be equal for two runs to be seeds of one arm."""
+    """The run's flat config without seed keys, identity keys and values naming the run itself
+    (path-like strings normalised): what must be equal for two runs to be seeds of one arm."""
     own = _self_values(run)
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
     folder = os.path.basename(os.path.normpath(path)) if isinstance(path, str) and path else None
-    return {k: v for k, v in run.flat_config.items()
+    return {k: _same_path(v) for k, v in run.flat_config.items()
             if not is_seed_key(k, rules) and not is_identity_key(k, rules)
             and not _is_self_value(v, own, folder)}
+
+
+_PATHLIKE = re.compile(r"^\.{0,2}/|/|^\.{1,2}$")
+
+
+def _same_path(value: Any) -> Any:
+    """`./input` and `input/` are the same path as `input`: compare relative paths normalised."""
+    if isinstance(value, str) and value and _PATHLIKE.search(value) and not any(
+            c.isspace() for c in value) and "://" not in value:
+        return posixpath.normpath(value)
+    return value
 
 
 def arm_key(run: Run, rules: ArmRules | None = None) -> str | None:
@@ -400,7 +412,8 @@ def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
     """Name every arm of one comparison (sets `Arm.label`): by the config keys whose values differ
-    between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS) when that names every arm
+    between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS; `key=(absent)` for an arm
+    without the key) when that names every arm
     differently, else every arm by its members (`version_11…13 (3 seeds)`); a label still shared
     gets the arm's address appended."""
     g = grouping or DEFAULT
@@ -409,10 +422,10 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
     labels = []
     for arm, cfg in zip(arms, configs, strict=True):
         flat = arm.primary.flat_config if g.group_by else cfg
-        shown = [k for k in keys if k in flat]
-        parts = [f"{k}={_fmt_value(flat[k])}" for k in shown[:LABEL_MAX_KEYS]]
-        if len(shown) > LABEL_MAX_KEYS:
-            parts.append(f"+{len(shown) - LABEL_MAX_KEYS} more")
+        parts = [f"{k}={_fmt_value(flat[k]) if k in flat else '(absent)'}"
+                 for k in keys[:LABEL_MAX_KEYS]]
+        if len(keys) > LABEL_MAX_KEYS:
+            parts.append(f"+{len(keys) - LABEL_MAX_KEYS} more")
         labels.append(", ".join(parts) if parts else arm.members)
     if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
         labels = [a.members for a in arms]
