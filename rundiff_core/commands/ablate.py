@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     grouping = grouping_from(args)
     arm = load_arm(args.baseline, grouping=grouping)
-    runs = load_sources(args.sources)
+    runs = load_sources(args.sources, arms=grouping)
     result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal, grouping=grouping)
     if emit("ablate", args.format, result.to_dict):
         pass

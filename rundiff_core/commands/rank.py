@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     grouping = grouping_from(args)
-    runs = load_sources(args.sources or default_addresses())
+    runs = load_sources(args.sources or default_addresses(), arms=grouping)
     result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping, align=args.align)
     if emit("rank", args.format, result.to_dict):
         return 0

@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     grouping = grouping_from(args)
-    runs = load_sources(args.sources or default_addresses())
+    runs = load_sources(args.sources or default_addresses(), arms=grouping)
     rep = build_report(runs, metrics=args.metric, grouping=grouping)
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0

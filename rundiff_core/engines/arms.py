@@ -429,9 +429,9 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
         labels.append(", ".join(parts) if parts else arm.members)
     if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
         labels = [a.members for a in arms]
-    for i, label in enumerate(labels):
-        if labels.count(label) > 1:
-            labels[i] = f"{label} [{arms[i].primary.address}]"
+    shared = {label for label in labels if labels.count(label) > 1}
+    labels = [f"{label} [{arm.primary.address}]" if label in shared else label
+              for arm, label in zip(arms, labels, strict=True)]
     for arm, label in zip(arms, labels, strict=True):
         arm.label = label
 
@@ -564,9 +564,11 @@ def _collection_peers(source: RunSource, ref: RunRef, run: Run, grouping: Groupi
     return peers
 
 
-def _arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping, plugins: Plugins | None,
-                 address: str) -> Arm:
+def arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping | None = None,
+                plugins: Plugins | None = None, address: str | None = None) -> Arm:
     """One named run plus the other seeds of its arm (rules 1-3, or --group-by)."""
+    grouping = grouping or DEFAULT
+    address = address or ref.address
     primary = load_attached(source, ref)
     if not grouping.seeds:
         return Arm(address=address, primary=primary, how="--no-seeds")
@@ -637,7 +639,7 @@ def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True,
     g = _grouping(siblings, grouping)
     source, refs = _open_named(raw, plugins)
     if len(refs) == 1:
-        return _arm_for_ref(source, refs[0], g, plugins, raw)
+        return arm_for_ref(source, refs[0], g, plugins, raw)
     arms = arms_of([load_attached(source, r) for r in refs], g, address=raw)
     first = arms[0]
     if len(arms) > 1:
@@ -660,7 +662,7 @@ def load_arms(raw: str, plugins: Plugins | None = None, *, siblings: bool = True
     g = _grouping(siblings, grouping)
     source, refs = _open_named(raw, plugins)
     if len(refs) == 1:
-        return [_arm_for_ref(source, refs[0], g, plugins, raw)]
+        return [arm_for_ref(source, refs[0], g, plugins, raw)]
     arms = arms_of([load_attached(source, r) for r in refs], g)
     if len(arms) == 1:
         arms[0].address = raw
@@ -684,6 +686,7 @@ def split_to_runs(arms: Iterable[Arm]) -> list[Arm]:
 
 __all__ = [
     "ARMS_TABLE_KEYS", "Arm", "ArmRules", "Grouping", "IDENTITY_KEYS", "SEED_KEY_RULE", "arm_config",
+    "arm_for_ref",
     "arm_key", "arms_of", "attach", "collection_of", "declared_siblings", "distinguishing_keys",
     "group_runs", "is_identity_key", "is_seed_key", "label_arms", "load_arm", "load_arm_rules",
     "load_arms", "load_attached", "members_label", "overlapping", "seed_folder_siblings",

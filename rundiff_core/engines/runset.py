@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MetricNotFoundError
 from ..model import Run
 from .align import slice_at
-from .arms import Grouping, arms_of, attach
+from .arms import Grouping, arm_for_ref, arms_of, attach
 from .stats import bootstrap_ci, goal_for, robust_spikes, sample_std
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
@@ -25,21 +25,32 @@ RUNTIME_KEYS = ("_runtime", "runtime", "duration", "elapsed", "train_runtime", "
 
 
 def load_sources(
-    sources: Sequence[str], *, progress: bool | None = None, histories: bool = True
+    sources: Sequence[str], *, progress: bool | None = None, histories: bool = True,
+    arms: Grouping | None = None,
 ) -> list[Run]:
     """Every run of every address, histories loaded on a small thread pool (the parsers release
-    the GIL), with a rich progress bar on a terminal when there are many runs."""
+    the GIL), with a rich progress bar on a terminal when there are many runs. With `arms`, an
+    address naming one run brings the other seeds of its arm (engines.arms) too."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..resolve import open_source
 
     opened = [(raw, open_source(raw)) for raw in sources]
-    refs = [(src, ref) for _raw, src in opened for ref in src.list_runs()]
+    refs: list[Any] = []
+    for raw, src in opened:
+        listed = src.list_runs()
+        if arms is not None and arms.seeds and len(listed) == 1:
+            refs += arm_for_ref(src, listed[0], arms, address=raw).seeds
+        else:
+            refs += [(src, ref) for ref in listed]
     show = (sys.stderr.isatty() if progress is None else progress) and len(refs) >= 20
 
-    def load(item: tuple[Any, Any]) -> Run:
-        src, ref = item
-        run = attach(src, ref, src.load_run(ref))
+    def load(item: Any) -> Run:
+        if isinstance(item, Run):  # already loaded as a seed of a named run's arm
+            run = item
+        else:
+            src, ref = item
+            run = attach(src, ref, src.load_run(ref))
         if histories:
             run.history()
         return run
@@ -51,7 +62,7 @@ def load_sources(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = pool.map(load, refs)
         if not show:
-            return list(results)
+            return _unique(results)
         from rich.progress import Progress
 
         runs: list[Run] = []
@@ -60,7 +71,15 @@ def load_sources(
             for run in results:
                 runs.append(run)
                 bar.advance(task)
-        return runs
+        return _unique(runs)
+
+
+def _unique(runs: Iterable[Run]) -> list[Run]:
+    """Each run once (two named seeds of one arm bring each other), in first-seen order."""
+    seen: dict[str, Run] = {}
+    for run in runs:
+        seen.setdefault(run.address, run)
+    return list(seen.values())
 
 
 @dataclass
