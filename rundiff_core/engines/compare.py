@@ -354,7 +354,8 @@ def run_compare(
 
     # 2. Every series on the chosen axis.
     series: dict[tuple[str, str], _Series] = {}
-    warnings: list[str] = []
+    warnings: list[str] = [f"{label}: {note}" for arm, label in zip(arms, labels, strict=True)
+                           for note in arm.notes]
     for run in all_runs:
         wanted = {names.keys[m][run.address] for m in metric_names if run.address in names.keys[m]}
         xkey = None

@@ -424,3 +424,14 @@ def test_load_sources_records_collection_and_declared_siblings(seed_folders):
     assert a0.collection == f"journal:{seed_folders['exp-a'][0].parent}"
     assert set(a0.declared_siblings) == {f"journal:{p}" for p in seed_folders["exp-a"]}
     assert os.path.isdir(a0.meta["path"])
+
+
+def test_the_seed_rules_cost_adapters_no_pandas():
+    import subprocess
+    import sys
+
+    code = ("import sys, rundiff_core; rundiff_core.seed_of({'seed': 1}, 'seed-2');"
+            "import rundiff_core.commands.arm_options;"
+            "print(sorted(m for m in ('pandas', 'numpy', 'pyarrow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
