@@ -513,7 +513,10 @@ def collection_of(source: RunSource, ref: RunRef) -> str | None:
 def attach(source: RunSource, ref: RunRef, run: Run) -> Run:
     """Record on a loaded run where its seeds can be: its collection (the run itself when the
     source names none) and the siblings the source declares."""
-    coll = collection_of(source, ref)
+    try:
+        coll = collection_of(source, ref)
+    except Exception:  # noqa: BLE001 - a source that cannot say has no collection to search
+        coll = None
     run.collection = coll if coll is not None else f"{run.address} (alone)"
     run.declared_siblings = tuple(r.address for r in declared_siblings(source, ref))
     return run

@@ -435,3 +435,20 @@ def test_the_seed_rules_cost_adapters_no_pandas():
             "print(sorted(m for m in ('pandas', 'numpy', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_tensorboard_reads_lightnings_tagged_hparams_yaml(tmp_path, realdata):
+    """Lightning saves argparse hparams as `!!python/object:argparse.Namespace`: read as plain data
+    (the real TOAD-GAN file beside real SummaryWriter events); a damaged file is a note."""
+    tbx = pytest.importorskip("tensorboardX")
+    for name in ("version_0", "version_1"):
+        with tbx.SummaryWriter(str(tmp_path / "lightning_logs" / name)) as w:
+            w.add_scalar("loss", 1.0, 0)
+    real = realdata / "metrics-lightning-csv-toadgan" / "lightning_logs" / "version_0" / "hparams.yaml"
+    (tmp_path / "lightning_logs" / "version_0" / "hparams.yaml").write_bytes(real.read_bytes())
+    (tmp_path / "lightning_logs" / "version_1" / "hparams.yaml").write_text("opt: [unclosed\n")
+    good = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_0'}", grouping=None).primary
+    assert good.config["opt"]["batch_size"] == 256 and good.config["opt"]["device"] == ["cuda", 0]
+    assert "config from hparams.yaml (the event files carry no hparams)" in good.fidelity
+    bad = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_1'}").primary
+    assert bad.config == {} and any(n.startswith("hparams.yaml unreadable") for n in bad.fidelity)
