@@ -34,6 +34,7 @@ class JournalSource(BaseSource):
         self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
         if os.path.isfile(self.root) and os.path.basename(self.root) == "metrics.jsonl":
             self.root = os.path.dirname(self.root)
+        self._siblings: dict[tuple[str, ...], list[RunRef]] = {}
         if not os.path.exists(self.root):
             raise InputError(
                 f"no such journal run directory: {address.locator}",
@@ -112,10 +113,13 @@ class JournalSource(BaseSource):
         siblings = seed_folder_siblings(path, is_run_dir)
         if siblings == [path]:
             return [ref]
-        return [
-            RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
-            for d in siblings
-        ]
+        key = tuple(siblings)
+        if key not in self._siblings:  # an arm of N seeds builds its refs once, not N times
+            self._siblings[key] = [
+                RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
+                for d in siblings
+            ]
+        return self._siblings[key]
 
     def collection(self, ref: RunRef) -> str | None:
         """The run directory's parent folder."""

@@ -86,6 +86,7 @@ class TensorBoardSource(BaseSource):
                 hint="event files are named events.out.tfevents.*; or give their directory",
             )
         self._data: dict[str, RunData] = {}
+        self._siblings: dict[tuple[str, ...], list[RunRef]] = {}
 
     # -- addresses ---------------------------------------------------------------------------
     def _address(self, path: str) -> str:
@@ -159,10 +160,14 @@ class TensorBoardSource(BaseSource):
         path = self._path(ref)
         if os.path.isfile(path):
             return [ref]
-        siblings = seed_folder_siblings(path, lambda d: bool(event_files(d)))
+        siblings = seed_folder_siblings(path, _is_run_dir)
         if siblings == [path]:
             return [ref]
-        return [RunRef(os.path.basename(d), self._address(d), os.path.basename(d)) for d in siblings]
+        key = tuple(siblings)
+        if key not in self._siblings:  # an arm of N seeds builds its refs once, not N times
+            self._siblings[key] = [RunRef(os.path.basename(d), self._address(d), os.path.basename(d))
+                                   for d in siblings]
+        return self._siblings[key]
 
     def collection(self, ref: RunRef) -> str | None:
         """The run directory's parent (a Lightning `lightning_logs/`, a `runs/` log dir)."""
@@ -172,6 +177,10 @@ class TensorBoardSource(BaseSource):
 
     def close(self) -> None:
         self._data.clear()
+
+
+def _is_run_dir(path: str) -> bool:
+    return bool(event_files(path))
 
 
 HPARAMS_YAML = "hparams.yaml"

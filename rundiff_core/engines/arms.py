@@ -119,13 +119,34 @@ def seed_folder_siblings(path: str, is_run: Callable[[str], bool]) -> list[str]:
     stem = seed_stem(base)
     if stem is None:
         return [path]
+    found = _seed_folders(parent or ".", is_run).get(stem, [])
+    return found if os.path.join(parent, base) in found else [path]
+
+
+_FOLDERS: dict[tuple[str, int, str], dict[str, list[str]]] = {}
+
+
+def _seed_folders(parent: str, is_run: Callable[[str], bool]) -> dict[str, list[str]]:
+    """stem → seed-named run folders of `parent`, scanned once per (folder mtime, run test): an
+    arm of N seeds costs one scan, not N."""
     try:
-        names = sorted(e.name for e in os.scandir(parent or ".") if e.is_dir())
+        stamp = os.stat(parent).st_mtime_ns
+        key = (parent, stamp, f"{getattr(is_run, '__module__', '')}.{getattr(is_run, '__qualname__', '')}")
+        hit = _FOLDERS.get(key)
+        if hit is not None:
+            return hit
+        names = sorted(e.name for e in os.scandir(parent) if e.is_dir())
     except OSError:
-        return [path]
-    found = [os.path.join(parent, n) for n in names
-             if n == base or (seed_stem(n) == stem and is_run(os.path.join(parent, n)))]
-    return found or [path]
+        return {}
+    out: dict[str, list[str]] = {}
+    for name in names:
+        stem = seed_stem(name)
+        if stem is not None and is_run(os.path.join(parent, name)):
+            out.setdefault(stem, []).append(os.path.join(parent, name))
+    if len(_FOLDERS) > 64:
+        _FOLDERS.clear()
+    _FOLDERS[key] = out
+    return out
 
 
 # -- run-identity keys ----------------------------------------------------------------------------
@@ -321,12 +342,22 @@ def group_runs(runs: Sequence[Run], grouping: Grouping | None = None) -> list[tu
             x = parent[x]
         return x
 
+    def union(x: str, y: str) -> None:
+        a, b = find(x), find(y)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    linked: dict[tuple[str, ...], str] = {}  # seeds of one arm declare one list: link it once
     for r in runs:
-        for other in r.declared_siblings:
-            if other in present and other != r.address:
-                a, b = find(r.address), find(other)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+        sibs = tuple(o for o in r.declared_siblings if o in present)
+        if not sibs:
+            continue
+        if sibs in linked:
+            union(r.address, linked[sibs])
+            continue
+        linked[sibs] = sibs[0]
+        for other in sibs:
+            union(r.address, other)
     declared: dict[str, list[Run]] = {}
     for r in runs:
         declared.setdefault(find(r.address), []).append(r)
