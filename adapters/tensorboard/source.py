@@ -132,10 +132,12 @@ class TensorBoardSource(BaseSource):
         path = self._path(ref)
         notes = list(data.notes)
         config = data.config
+        meta = dict(data.meta, path=path)
         if not config and os.path.isdir(path):
             config = _hparams_yaml(path, notes)
+            if config:
+                meta["config_from"] = HPARAMS_YAML
         config = redact(config)
-        meta = dict(data.meta, path=path)
         run = Run(
             address=ref.address,
             name=ref.name or ref.run_id,
@@ -209,5 +211,4 @@ def _hparams_yaml(run_dir: str, notes: list[str]) -> dict:
     if not isinstance(data, dict):
         notes.append(f"{HPARAMS_YAML} is not a mapping: no config")
         return {}
-    notes.append(f"config from {HPARAMS_YAML} (the event files carry no hparams)")
     return data

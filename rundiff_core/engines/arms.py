@@ -372,8 +372,9 @@ def group_runs(runs: Sequence[Run], grouping: Grouping | None = None) -> list[tu
                          []).append(r)
     out = []
     for kind, members in ((k[0], m) for k, m in keyed.items()):
+        coll = members[0].collection
         how = {"declared": "seed siblings the source declares",
-               "config": "equal config (seed and run-identity keys removed)"}.get(kind, "one run")
+               "config": f"equal config in {coll}" if coll else "equal config"}.get(kind, "one run")
         out.append((members, how if len(members) > 1 else "one run"))
     return out
 
@@ -618,7 +619,7 @@ def arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping | None = None
     if grouping.group_by:
         _check_group_keys([primary], grouping.group_by)
     how = ("--group-by " + ",".join(grouping.group_by) if grouping.group_by
-           else f"equal config in {primary.collection} (seed and run-identity keys removed)")
+           else f"equal config in {primary.collection}")
     seeds = sorted([primary, *peers], key=lambda r: _natural(r.name))
     return Arm(address=address, primary=primary, seeds=seeds, how=how if peers else "one run",
                notes=notes)

@@ -449,6 +449,6 @@ def test_tensorboard_reads_lightnings_tagged_hparams_yaml(tmp_path, realdata):
     (tmp_path / "lightning_logs" / "version_1" / "hparams.yaml").write_text("opt: [unclosed\n")
     good = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_0'}", grouping=None).primary
     assert good.config["opt"]["batch_size"] == 256 and good.config["opt"]["device"] == ["cuda", 0]
-    assert "config from hparams.yaml (the event files carry no hparams)" in good.fidelity
+    assert good.meta["config_from"] == "hparams.yaml" and good.fidelity == []
     bad = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_1'}").primary
     assert bad.config == {} and any(n.startswith("hparams.yaml unreadable") for n in bad.fidelity)
