@@ -123,7 +123,7 @@ def test_identity_keys_name_the_run_not_its_configuration():
 
 def test_the_identity_key_list_in_the_docs_is_the_code():
     text = (DOCS / "diff.md").read_text()
-    listed = dict(re.findall(r"^  - \*\*([a-z ]+)\*\*: `([^`]+)`$", text, re.M))
+    listed = dict(re.findall(r"^ +- \*\*([a-z ]+)\*\*: `([^`]+)`$", text, re.M))
     assert listed == IDENTITY_KEYS
 
 
