@@ -313,7 +313,9 @@ def run_compare(
         for run in arm.seeds:
             if run.address in seen and seen[run.address] != i:
                 raise UsageError(f"{run.name} ({run.address}) is given twice",
-                                 hint="name each run or seed group once")
+                                 hint="name each run or seed group once; runs that are seeds of "
+                                 "one arm (docs/diff.md#arms) are one group — --no-seeds compares "
+                                 "them run by run")
             seen[run.address] = i
     labels = _unique_labels(arms)
     axis = _Axis(x)
