@@ -581,14 +581,15 @@ def _collection_peers(source: RunSource, ref: RunRef, run: Run, grouping: Groupi
         return []
     peers = []
     for r in refs:
-        if r.address == ref.address or collection_of(other, r) != coll:
-            continue
         try:
+            if r.address == ref.address or collection_of(other, r) != coll:
+                continue
             cand = load_attached(other, r)
         except RundiffError as exc:
             notes.append(f"{r.address} skipped while searching seeds: {exc}")
             continue
-        if cand.address == run.address:
+        # a run in a declared seed group belongs to that arm (rule 1), as in group_runs
+        if cand.address == run.address or (not grouping.group_by and len(cand.declared_siblings) > 1):
             continue
         if grouping.group_by:
             same = all(_group_value(cand, k) == _group_value(run, k) for k in grouping.group_by)
@@ -615,9 +616,9 @@ def arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping | None = None
             seeds.sort(key=lambda r: _natural(r.name))
             return Arm(address=address, primary=primary, seeds=seeds,
                        how="seed siblings the source declares")
-    peers = _collection_peers(source, ref, primary, grouping, plugins, notes)
     if grouping.group_by:
         _check_group_keys([primary], grouping.group_by)
+    peers = _collection_peers(source, ref, primary, grouping, plugins, notes)
     how = ("--group-by " + ",".join(grouping.group_by) if grouping.group_by
            else f"equal config in {primary.collection}")
     seeds = sorted([primary, *peers], key=lambda r: _natural(r.name))

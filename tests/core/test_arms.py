@@ -452,3 +452,16 @@ def test_tensorboard_reads_lightnings_tagged_hparams_yaml(tmp_path, realdata):
     assert good.meta["config_from"] == "hparams.yaml" and good.fidelity == []
     bad = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_1'}").primary
     assert bad.config == {} and any(n.startswith("hparams.yaml unreadable") for n in bad.fidelity)
+
+
+def test_a_named_run_and_a_listing_find_the_same_arms(tmp_path):
+    """Rule 1 before rule 2 both ways: a run with the config of a declared seed group, but not
+    in it, is not pulled into that group by its config — whether named alone or listed."""
+    for s in range(2):
+        write_run(tmp_path / "runs" / f"seed-{s}", "exp", s, lr=0.1, floor=0.5)
+    write_run(tmp_path / "runs" / "solo", "exp", 5, lr=0.1, floor=0.5)
+    write_run(tmp_path / "runs" / "twin", "exp", 6, lr=0.1, floor=0.5)
+    listed = {a.members: a.n for a in load_arms(str(tmp_path / "runs"))}
+    named = load_arm(str(tmp_path / "runs" / "solo"))
+    assert sorted(r.meta["path"] for r in named.seeds) == [str(tmp_path / "runs" / n) for n in ("solo", "twin")]
+    assert sorted(listed.values()) == [2, 2] and named.n == 2
