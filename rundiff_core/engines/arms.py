@@ -20,6 +20,7 @@ This module imports no pandas: adapters use its seed rules (`seed_from_config`,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import posixpath
@@ -53,9 +54,12 @@ def _norm(text: str) -> str:
 
 def is_seed_key(key: str, rules: ArmRules | None = None) -> bool:
     """True for a config key that holds a seed (see SEED_KEY_RULE, plus `[arms] seed_keys`)."""
-    if _norm(_leaf(key)).endswith("seed"):
-        return True
-    return bool(rules and _matches(key, rules.seed_keys))
+    return _is_seed_key(key, rules.seed_keys if rules else ())
+
+
+@functools.lru_cache(maxsize=8192)  # a fleet's runs share their keys: decide each key once
+def _is_seed_key(key: str, extra: tuple[str, ...]) -> bool:
+    return _norm(_leaf(key)).endswith("seed") or bool(extra and _matches(key, extra))
 
 
 def _int_value(value: Any) -> int | None:
@@ -176,14 +180,19 @@ _TRACKER_LEAVES = {"id", "name", "run_id", "run_name", "dir", "version", "url"}
 
 def is_identity_key(key: str, rules: ArmRules | None = None) -> bool:
     """True for a config key that names or places the run instead of configuring it."""
-    if rules and _matches(key, rules.keep_keys):
+    return _is_identity_key(key, rules.identity_keys if rules else (), rules.keep_keys if rules else ())
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_identity_key(key: str, extra: tuple[str, ...], keep: tuple[str, ...]) -> bool:
+    if keep and _matches(key, keep):
         return False
     parts = [p.lower().replace("-", "_") for p in _KEY_SPLIT.split(key)]
     if _IDENTITY.fullmatch(parts[-1]):
         return True
     if len(parts) > 1 and parts[-2] in _TRACKER_PARENTS and parts[-1] in _TRACKER_LEAVES:
         return True
-    return bool(rules and _matches(key, rules.identity_keys))
+    return bool(extra and _matches(key, extra))
 
 
 def _matches(key: str, patterns: Sequence[str]) -> bool:
