@@ -465,3 +465,20 @@ def test_a_named_run_and_a_listing_find_the_same_arms(tmp_path):
     named = load_arm(str(tmp_path / "runs" / "solo"))
     assert sorted(r.meta["path"] for r in named.seeds) == [str(tmp_path / "runs" / n) for n in ("solo", "twin")]
     assert sorted(listed.values()) == [2, 2] and named.n == 2
+
+
+def test_group_by_and_no_seeds_on_ablate_report_and_watch(grid, capsys):
+    base = str(grid / "r00")  # lr 0.1, width 64
+    d = cli_json(capsys, "ablate", "--baseline", base, str(grid), "--metric", "loss", "--group-by", "lr")
+    assert d["baseline_n"] == 4 and [(a["label"], a["effects"][0]["n_ablation"]) for a in d["ablations"]] == [
+        ("lr=0.2", 4)]
+    d = cli_json(capsys, "ablate", "--baseline", base, str(grid), "--metric", "loss", "--no-seeds")
+    assert d["baseline_n"] == 1 and len(d["ablations"]) == 7
+    d = cli_json(capsys, "report", str(grid), "--metric", "loss", "--group-by", "width")
+    assert "(mean of 4 seeds" in d["best"]["text"] and d["best"]["text"].startswith("width=")
+    d = cli_json(capsys, "report", str(grid), "--metric", "loss", "--no-seeds")
+    assert "(single seed)" in d["best"]["text"]
+    d = cli_json(capsys, "watch", str(grid), "--once", "--group-by", "lr")
+    assert sorted({(c["arm"], c["arm_size"]) for c in d["runs"]}) == [("lr=0.1", 4), ("lr=0.2", 4)]
+    d = cli_json(capsys, "watch", str(grid), "--once", "--no-seeds")
+    assert {c["arm_size"] for c in d["runs"]} == {1}
