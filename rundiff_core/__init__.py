@@ -42,6 +42,10 @@ _EXPORTS: dict[str, str] = {
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
+    "seed_folder_siblings": "engines.arms",
+    "seed_from_config": "engines.arms",
+    "seed_from_name": "engines.arms",
+    "seed_of": "engines.arms",
     "AdapterSpec": "registry",
     "Claim": "registry",
     "OptionSpec": "registry",
@@ -141,6 +145,10 @@ __all__ = [
     "redact_text",
     "step_notes",
     "walk_dirs",
+    "seed_folder_siblings",
+    "seed_from_config",
+    "seed_from_name",
+    "seed_of",
 ]
 
 
@@ -174,6 +182,7 @@ def _version() -> str:
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .address import Address, parse_address
+    from .engines.arms import seed_folder_siblings, seed_from_config, seed_from_name, seed_of
     from .errors import (
         AddressError,
         AmbiguousSourceError,

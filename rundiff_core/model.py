@@ -234,6 +234,11 @@ class Run:
     events: list[RunEvent] = field(default_factory=list)
     fidelity: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Where the run's seeds can be, recorded by `engines.arms.attach` when rundiff loads it from a
+    #: source (adapters leave both alone): the address of its collection and the addresses of the
+    #: seed siblings its source declares. None/() for a run built in memory.
+    collection: str | None = field(default=None, repr=False, compare=False)
+    declared_siblings: tuple[str, ...] = field(default=(), repr=False, compare=False)
     loader: Callable[[Sequence[str] | None], History] | None = field(
         default=None, repr=False, compare=False
     )

@@ -2,7 +2,8 @@
 
 An adapter's `AdapterSpec.source` names a class (by dotted path, imported on first use) that is
 constructed as `SourceClass(address)` and then answers four questions. That is the whole contract
-a third party implements.
+a third party implements; `seed_siblings` and `collection` have defaults (what rundiff's arm
+rule needs to find a run's seeds, docs/diff.md).
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ class RunSource(Protocol):
         """Release clients and open files."""
         ...
 
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """Runs the source knows to be the same arm with another seed, `ref` included (seed
+        folders side by side, a stored seed group). Default: `[ref]`, none declared; rundiff then
+        searches `collection(ref)` for runs with an equal config (docs/diff.md, Arms)."""
+        return [ref]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The address of the collection `ref` was logged into (its parent folder, experiment or
+        project), searched for runs with an equal config when `seed_siblings` declares none.
+        Cheap: no loading. None: the run has no collection to search (it stays alone unless
+        declared siblings say otherwise). Default: the address this source was opened with."""
+        return str(self.address)
+
 
 class BaseSource:
     """Optional convenience base: stores the address and wires `Run.loader` to `load_history`."""
@@ -59,8 +73,12 @@ class BaseSource:
         return run
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """Runs that are the same arm with another seed (default: none known)."""
+        """Runs that are the same arm with another seed (default: none declared)."""
         return [ref]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The address of the collection holding `ref` (default: the address opened)."""
+        return str(self.address)
 
     def __enter__(self) -> BaseSource:
         return self

@@ -3,8 +3,8 @@
 - `AdapterContract`: subclass it in your adapter's tests and provide a `written_run` fixture that
   writes a REAL run with the real client or format and returns a `WrittenRun`. The contract checks
   sniffing (its own run, and not other adapters' runs), listing, full histories (value by value,
-  steps and times), config/summary round-trips, read-only access, truncated and corrupt input and
-  unknown run ids. One bar for every adapter. Guide: docs/plugins/testing.md.
+  steps and times), config/summary round-trips, read-only access, truncated and corrupt input,
+  unknown run ids and the arm hooks (`seed_siblings`, `collection`). One bar for every adapter. Guide: docs/plugins/testing.md.
 - `isolated_plugins` fixture and `registered_plugin(...)` context manager.
 - `run_cli(argv)` (the `rundiff` command in-process), `sniff_path` / `collect_claims` (who claims
   a path) and `get_plugins()` (what loaded), so a plugin's tests need no deeper core import.
@@ -316,6 +316,26 @@ class AdapterContract:
         for key, value in written_run.summary.items():
             assert key in run.summary, f"summary key {key} missing"
             assert _same(run.summary[key], value), f"summary {key}: {run.summary[key]!r} != {value!r}"
+
+    def test_arm_hooks_are_consistent(self, written_run: WrittenRun) -> None:
+        """`seed_siblings(ref)` includes `ref`; `collection(ref)` is None or an address whose
+        listing holds the run and names the same collection for it (docs/diff.md#arms)."""
+        from .engines.arms import collection_of, declared_siblings
+
+        src = self._source(written_run.address)
+        refs = src.list_runs()
+        if written_run.run_id is not None:
+            refs = [r for r in refs if r.run_id == written_run.run_id] or refs
+        ref = refs[0]
+        assert ref.address in {r.address for r in declared_siblings(src, ref)}, \
+            "seed_siblings(ref) must include ref"
+        coll = collection_of(src, ref)
+        if coll is None:
+            return
+        other = self._source(coll)
+        again = [r for r in other.list_runs() if r.address == ref.address]
+        assert again, f"collection {coll} does not list {ref.address}"
+        assert collection_of(other, again[0]) == coll, "a run must name one collection"
 
     def test_read_only(self, written_run: WrittenRun) -> None:
         before = hash_tree(written_run.path)

@@ -13,6 +13,9 @@ from rundiff_core import (
     Run,
     RunNotFoundError,
     RunRef,
+    seed_folder_siblings,
+    seed_from_config,
+    seed_from_name,
 )
 
 from . import find_run_dirs, is_run_dir
@@ -35,6 +38,7 @@ class JournalSource(BaseSource):
         self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
         if os.path.isfile(self.root) and os.path.basename(self.root) == "metrics.jsonl":
             self.root = os.path.dirname(self.root)
+        self._siblings: dict[tuple[str, ...], list[RunRef]] = {}
         if not os.path.exists(self.root):
             raise InputError(
                 f"no such journal run directory: {address.locator}",
@@ -63,9 +67,9 @@ class JournalSource(BaseSource):
             os.path.join(path, "events.jsonl")) else ([], [])
         notes += more
         seed_text = read_text(os.path.join(path, "seed.txt"))
-        seed = _int_or_none(seed_text) if seed_text is not None else _seed_from_name(path)
-        if seed is None:
-            seed = _int_or_none(config.get("seed")) if isinstance(config, dict) else None
+        seed = _int_or_none(seed_text) if seed_text is not None else seed_from_name(path)
+        if seed is None and isinstance(config, dict):
+            seed = seed_from_config(config)
         if not os.path.isfile(os.path.join(path, "config.yaml")):
             notes.append("config.yaml missing: config diff unavailable for this run")
         if not os.path.isfile(os.path.join(path, "metrics.jsonl")):
@@ -108,19 +112,23 @@ class JournalSource(BaseSource):
         return cols
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """The sibling `seed-*` run directories of a `seed-*` run: the arm's variance samples."""
+        """The run directories next to a seed-named one (`seed-0`, `seed-1`…; `lr0.1_s0`,
+        `lr0.1_s1`…): the arm's variance samples."""
         path = self._dir(ref)
-        parent, base = os.path.split(path)
-        if not base.startswith("seed"):
+        siblings = seed_folder_siblings(path, is_run_dir)
+        if siblings == [path]:
             return [ref]
-        siblings = sorted(
-            os.path.join(parent, d) for d in os.listdir(parent)
-            if d.startswith("seed") and is_run_dir(os.path.join(parent, d))
-        )
-        return [
-            RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
-            for d in siblings
-        ]
+        key = tuple(siblings)
+        if key not in self._siblings:  # an arm of N seeds builds its refs once, not N times
+            self._siblings[key] = [
+                RunRef(run_id=os.path.basename(d), address=f"journal:{d}", name=display_name(d))
+                for d in siblings
+            ]
+        return self._siblings[key]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The run directory's parent folder."""
+        return f"journal:{os.path.dirname(self._dir(ref))}"
 
 
 def _int_or_none(value: object) -> int | None:
@@ -128,8 +136,3 @@ def _int_or_none(value: object) -> int | None:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return None
-
-
-def _seed_from_name(path: str) -> int | None:
-    base = os.path.basename(path)
-    return _int_or_none(base.split("-", 1)[1]) if base.startswith("seed-") else None

@@ -25,6 +25,7 @@ from rundiff_core import (
     filter_keys,
     flatten,
     load_yaml_plain,
+    seed_of,
     step_notes,
 )
 
@@ -61,6 +62,10 @@ class LocalSource(BaseSource):
             name = os.path.relpath(folder)
             refs.append(RunRef(run_id=run_id, address=f"local:{folder}", name=name if not name.startswith("..") else folder))
         return refs
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The run folder's parent, where rundiff looks for its seeds (runs with an equal config)."""
+        return f"local:{os.path.dirname(ref.address.split(':', 1)[1])}"
 
     def _files(self, ref: RunRef) -> list[str]:
         folder = ref.address.split(":", 1)[1]
@@ -117,7 +122,7 @@ class LocalSource(BaseSource):
             config=config,
             summary=summary,
             status="unknown",
-            seed=_seed(config),
+            seed=seed_of(config, folder),
             fidelity=notes,
             meta={"path": folder, "files": [os.path.basename(f) for f in files]},
         )
@@ -157,13 +162,6 @@ def _is_scalar(v: Any) -> bool:
 
 def _scalar_object(d: dict[str, Any]) -> bool:
     return all(_is_scalar(v) for v in d.values())
-
-
-def _seed(config: dict[str, Any]) -> int | None:
-    for k, v in flatten(config).items():
-        if k.lower().rsplit(".", 1)[-1] in ("seed", "manualseed", "random_seed") and isinstance(v, int):
-            return v
-    return None
 
 
 def _csv_history(path: str) -> tuple[pd.DataFrame, list[str]]:

@@ -8,7 +8,6 @@ Where the data lives decides the reader: a file store or a sqlite database is re
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from rundiff_core import (
     RunNotFoundError,
     RunRef,
     UsageError,
+    seed_from_config,
 )
 
 from .address import Store, parse_locator
@@ -39,7 +39,6 @@ from .records import (
 
 READER_ENV = "RUNDIFF_MLFLOW_READER"
 READER_MODES = ("auto", "direct", "client")
-SEED_PARAM = re.compile(r"(^|[./_-])(seed|random_seed|manual_seed|rng_seed)$", re.I)
 
 
 def open_reader(store: Store, mode: str = "auto") -> Any:
@@ -73,7 +72,6 @@ class MlflowSource(BaseSource):
         self.reader = open_reader(self.store, (reader or os.environ.get(READER_ENV) or "auto").lower())
         self._records: dict[str, RunRecord] = {}
         self._details: dict[str, Any] = {}
-        self._arm_keys: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {}
         self._runs_by_experiment: dict[str, list[RunRecord]] = {}
         self._experiments: dict[str, ExperimentRecord] | None = None
 
@@ -165,28 +163,14 @@ class MlflowSource(BaseSource):
             hit = self._details[rec.run_id] = self.reader.details(rec)
         return hit
 
-    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """The runs of the same experiment that logged a seed param (`seed`, `random_seed`, …) and
-        whose other params equal this run's: the arm's variance samples. A run without a seed
-        param has none — identical params alone could be a plain re-run. Deleted runs are left
-        out."""
+    def collection(self, ref: RunRef) -> str | None:
+        """The run's experiment (`mlflow:STORE#EXPERIMENT_ID`), where rundiff looks for its seeds
+        (runs whose params are equal but for seed and run-identity keys). A deleted run has none:
+        it is never another run's seed."""
         rec = self._record(ref)
-        params = self._run_details(rec).params
-        if not any(SEED_PARAM.search(k) for k in params):
-            return [ref]
-        arm = _arm_key(params)
-        keys = self._arm_keys.get(rec.experiment_id)
-        if keys is None:
-            keys = self._arm_keys[rec.experiment_id] = {}
-            for other in self._experiment_runs(rec.experiment_id):
-                if other.lifecycle_stage == "deleted":
-                    continue
-                other_params = self._run_details(other).params
-                if any(SEED_PARAM.search(k) for k in other_params):  # seeded runs only
-                    self._records.setdefault(other.run_id, other)
-                    keys[other.run_id] = _arm_key(other_params)
-        return [self._ref(self._records[rid]) if rid != rec.run_id else ref
-                for rid, key in keys.items() if key == arm or rid == rec.run_id] or [ref]
+        if rec.lifecycle_stage == "deleted":
+            return None
+        return f"mlflow:{self.store.display}#{rec.experiment_id}"
 
     def load_run(self, ref: RunRef) -> Run:
         rec = self._record(ref)
@@ -213,7 +197,7 @@ class MlflowSource(BaseSource):
             config=config,
             summary=dict(details.latest),
             status=rundiff_status(rec.status),
-            seed=_seed(config),
+            seed=seed_from_config(config),
             git_sha=details.tags.get(GIT_TAG) or None,
             events=events,
             fidelity=notes,
@@ -247,13 +231,3 @@ class MlflowSource(BaseSource):
         return frame
 
 
-def _arm_key(params: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """A run's params without its seed params: runs sharing it are seeds of one arm."""
-    return tuple(sorted((k, v) for k, v in params.items() if not SEED_PARAM.search(k)))
-
-
-def _seed(config: dict[str, Any]) -> int | None:
-    for key, value in config.items():
-        if SEED_PARAM.search(key) and isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None

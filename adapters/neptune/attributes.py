@@ -24,12 +24,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core import Run, RunEvent, RunRef
+from rundiff_core import (
+    Run,
+    RunEvent,
+    RunRef,
+    seed_from_config,
+)
 
 CONFIG_ROOTS = ("parameters", "params", "config", "configs", "hyperparameters", "hparams", "args")
 SYSTEM_ROOTS = ("sys", "monitoring", "source_code", "runtime")
 UNNAMED = ("", "Untitled")
-SEED_KEYS = ("seed", "random_seed")
 GIT_SHA_PATHS = ("source_code/git/commit/commit_id", "source_code/git/commit_id", "sys/git/commit_id")
 
 # Neptune API tokens are base64 JSON (`{"api_address": …, "api_key": …}`); JWTs look the same.
@@ -142,16 +146,6 @@ def status_of(sysd: Mapping[str, Any], finished_hint: bool) -> str:
     return "unknown"
 
 
-def seed_of(config: Mapping[str, Any]) -> int | None:
-    for key in SEED_KEYS:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    return None
-
-
 def fork_of(sysd: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[str | None, float | None]:
     """The parent run id and fork step, from `sys/forking/*` or a reader's `meta["fork"]`."""
     fork = meta.get("fork") or {}
@@ -206,7 +200,7 @@ def build_run(data: RunData, ref: RunRef) -> Run:
         config=config,
         summary=summary,
         status=status_of(sysd, data.finished_hint),
-        seed=seed_of(config),
+        seed=seed_from_config(config),
         git_sha=str(git_sha) if git_sha else None,
         env=env,
         events=events,

@@ -104,6 +104,13 @@ class NeptuneSource(BaseSource):
     def list_runs(self) -> list[RunRef]:
         return [RunRef(run_id=h.run_id, address=h.address, name=h.run_id) for h in self._discover().values()]
 
+    def collection(self, ref: RunRef) -> str | None:
+        """`neptune:PATH` for a `neptune:PATH#RUN_ID` run (the project export or store holding
+        it), where rundiff looks for its seeds; else the address this source was opened with."""
+        scheme, _, locator = ref.address.partition(":")
+        path, frag = split_fragment(locator)
+        return f"{SCHEME}:{path}" if frag else str(self.address)
+
     def _handle(self, ref: RunRef) -> Handle:
         handle = self._discover().get(ref.address)
         if handle is not None:

@@ -307,8 +307,13 @@ class ParquetSource(BaseSource):
     def _points_path(self, row: dict[str, Any]) -> str:
         return fleet_storage.points_file(self.root, row.get("source") or "", row["run_uid"])
 
+    def collection(self, ref: RunRef) -> str | None:
+        """None: the exported `seed_group` already is the run's arm (found by the same rule at
+        export), so rundiff searches no further."""
+        return None
+
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """Runs of this dataset that the original adapter called seeds of the same arm."""
+        """Runs of this dataset in the same exported `seed_group` (the arm found at export)."""
         row = self._row(ref)
         group = row.get("seed_group")
         if not group:

@@ -26,6 +26,8 @@ from rundiff_core import (
     Run,
     RunNotFoundError,
     RunRef,
+    seed_folder_siblings,
+    seed_of,
 )
 
 from . import find_run_dirs, is_event_file
@@ -88,6 +90,7 @@ class TensorBoardSource(BaseSource):
                 hint="event files are named events.out.tfevents.*; or give their directory",
             )
         self._data: dict[str, RunData] = {}
+        self._siblings: dict[tuple[str, ...], list[RunRef]] = {}
 
     # -- addresses ---------------------------------------------------------------------------
     def _address(self, path: str) -> str:
@@ -131,8 +134,13 @@ class TensorBoardSource(BaseSource):
     def load_run(self, ref: RunRef) -> Run:
         data = self._read(ref)
         path = self._path(ref)
+        notes = list(data.notes)
         config = data.config
         meta = dict(data.meta, path=path)
+        if not config and os.path.isdir(path):
+            config = _hparams_yaml(path, notes)
+            if config:
+                meta["config_from"] = HPARAMS_YAML
         run = Run(
             address=ref.address,
             name=ref.name or ref.run_id,
@@ -141,9 +149,9 @@ class TensorBoardSource(BaseSource):
             config=config,
             summary={},
             status="unknown",
-            seed=_seed(config, path),
+            seed=seed_of(config, path),
             events=list(data.events),
-            fidelity=list(data.notes),
+            fidelity=notes,
             meta=meta,
         )
         return self.bind(run, ref)
@@ -152,29 +160,58 @@ class TensorBoardSource(BaseSource):
         return self._read(ref).history(keys)
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """Sibling `seed*` run directories of a `seed*` run: the arm's variance samples."""
+        """Run directories next to a seed-named one whose names differ only in the seed
+        (`seed-0`/`seed-1`, `lr0.1_s0`/`lr0.1_s1`): the arm's variance samples."""
         path = self._path(ref)
-        parent, base = os.path.split(path)
-        if os.path.isfile(path) or not base.startswith("seed"):
+        if os.path.isfile(path):
             return [ref]
-        siblings = sorted(
-            os.path.join(parent, d) for d in os.listdir(parent)
-            if d.startswith("seed") and event_files(os.path.join(parent, d))
-        )
-        return [RunRef(os.path.basename(d), self._address(d), os.path.basename(d)) for d in siblings]
+        siblings = seed_folder_siblings(path, _is_run_dir)
+        if siblings == [path]:
+            return [ref]
+        key = tuple(siblings)
+        if key not in self._siblings:  # an arm of N seeds builds its refs once, not N times
+            self._siblings[key] = [RunRef(os.path.basename(d), self._address(d), os.path.basename(d))
+                                   for d in siblings]
+        return self._siblings[key]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The run directory's parent (a Lightning `lightning_logs/`, a `runs/` log dir)."""
+        path = self._path(ref)
+        run_dir = os.path.dirname(path) if os.path.isfile(path) else path
+        return self._address(os.path.dirname(run_dir))
 
     def close(self) -> None:
         self._data.clear()
 
 
-def _seed(config: dict, path: str) -> int | None:
-    value = config.get("seed")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    base = os.path.basename(path)
-    if base.startswith("seed-") or base.startswith("seed_"):
-        try:
-            return int(base[5:])
-        except ValueError:
-            return None
-    return None
+def _is_run_dir(path: str) -> bool:
+    return bool(event_files(path))
+
+
+HPARAMS_YAML = "hparams.yaml"
+HPARAMS_YAML_MAX = 8 * 1024 * 1024
+
+
+def _hparams_yaml(run_dir: str, notes: list[str]) -> dict:
+    """The config Lightning's TensorBoardLogger saves beside the event files (`hparams.yaml`),
+    read when the events carry no hparams plugin data; `!!python/…` tags become plain data."""
+    path = os.path.join(run_dir, HPARAMS_YAML)
+    if not os.path.isfile(path):
+        return {}
+    if os.path.getsize(path) > HPARAMS_YAML_MAX:
+        notes.append(f"{HPARAMS_YAML} is over {HPARAMS_YAML_MAX // 2**20} MiB: not read as config")
+        return {}
+    from rundiff_core import load_yaml_plain
+
+    try:
+        with open(path, "rb") as fh:
+            data = load_yaml_plain(fh.read())
+    except Exception as exc:  # noqa: BLE001 - any YAML damage is a note, never a crash
+        notes.append(f"{HPARAMS_YAML} unreadable ({type(exc).__name__}): no config")
+        return {}
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        notes.append(f"{HPARAMS_YAML} is not a mapping: no config")
+        return {}
+    return data

@@ -40,10 +40,11 @@ from rundiff_core import (
     empty_history,
     filter_keys,
     make_history,
+    seed_from_config,
 )
 
 from .datastore import is_bookkeeping
-from .source import ONLINE, WandbSource, _seed
+from .source import ONLINE, WandbSource
 
 INSTALL_HINT = "pip install 'rundiff[wandb]'"
 FILTER_KEYS = ("state", "group", "job_type", "tag", "name", "filter", "order", "limit")
@@ -197,6 +198,10 @@ class OnlineWandbSource(WandbSource):
         return (os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").rstrip("/")
 
     # -- listing ---------------------------------------------------------------------------------
+    def collection(self, ref: RunRef) -> str | None:
+        """The run's project (`wandb:ENTITY/PROJECT`), where rundiff looks for its seeds."""
+        return f"wandb:{self.entity}/{self.project}"
+
     def list_runs(self) -> list[RunRef]:
         if self._listed is not None:
             return self._listed
@@ -265,7 +270,7 @@ class OnlineWandbSource(WandbSource):
             config=config,
             summary=summary,
             status=status,
-            seed=_seed(config),
+            seed=seed_from_config(config),
             git_sha=attrs.get("commit") or None,
             events=events,
             fidelity=notes,

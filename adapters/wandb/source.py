@@ -24,6 +24,7 @@ from rundiff_core import (
     RunRef,
     empty_history,
     filter_keys,
+    seed_from_config,
 )
 
 from .datastore import LogData, LogFormatError, read_log
@@ -80,6 +81,12 @@ class WandbSource(BaseSource):
     def list_runs(self) -> list[RunRef]:
         return [RunRef(run_id=r.run_id, address=r.address, name=r.run_id)
                 for r in self._found().values()]
+
+    def collection(self, ref: RunRef) -> str | None:
+        """The folder holding the run's folder (a `wandb/` directory), where its seeds are."""
+        seg = self._local(ref).segments[-1]
+        where = seg.folder or seg.log
+        return f"wandb:{os.path.dirname(os.path.normpath(where))}" if where else None
 
     def _local(self, ref: RunRef) -> LocalRun:
         found = self._found().get(ref.address)
@@ -157,7 +164,7 @@ class WandbSource(BaseSource):
         if isinstance(metadata.get("args"), list) and "args" not in env:
             env["args"] = metadata["args"]
         name = runinfo.get("display_name") or ref.run_id
-        seed = _seed(config)
+        seed = seed_from_config(config)
         meta = {
             "run_id": runinfo.get("run_id", ref.run_id),
             "entity": runinfo.get("entity"),
@@ -250,14 +257,6 @@ def _files_only(folder: str) -> SegmentData:
     if files.get("metadata"):
         seg.info["metadata"] = files["metadata"]
     return seg
-
-
-def _seed(config: dict[str, Any]) -> int | None:
-    for key in ("seed", "random_seed", "SEED"):
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 def _started_at(metadata: dict[str, Any]) -> float | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -18,6 +19,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--baseline", required=True, help="address of the baseline run or seed folder")
     p.add_argument("--metric", action="append", help="metric (repeatable; first is primary)")
     p.add_argument("--goal", choices=("min", "max"))
+    add_arm_options(p)
     p.add_argument("--format", choices=format_choices("ablate", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
@@ -29,9 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from ..engines.runset import load_sources
     from ..render.many_md import render_ablate
 
-    arm = load_arm(args.baseline)
-    runs = load_sources(args.sources)
-    result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal)
+    grouping = grouping_from(args)
+    arm = load_arm(args.baseline, grouping=grouping)
+    runs = load_sources(args.sources, arms=grouping)
+    result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal, grouping=grouping)
     if emit("ablate", args.format, result.to_dict):
         pass
     elif args.format == "json":

@@ -10,10 +10,11 @@ from ..engines.options import ALIGN_MODES
 from ..errors import UsageError
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
-    from ..engines.arms import Arm
+    from ..engines.arms import Arm, Grouping
 
 EPILOG = """\
 The student is the run still training (status running, else the one with the fewest steps), or
@@ -57,8 +58,7 @@ def add_parser(sub: CommandHost) -> None:
                    help="student points used for the trend (default: 10)")
     p.add_argument("--goal", action="append", default=[], metavar="M=min|max",
                    help="direction of a metric when the name does not tell (repeatable)")
-    p.add_argument("--no-seeds", action="store_true",
-                   help="do not group sibling seeds; every run is its own arm")
+    add_arm_options(p)
     p.add_argument("--format", choices=format_choices("compare", ("md", "json", "csv")), default="md",
                    help="stdout format: Markdown tables (default), JSON, or CSV")
     p.add_argument("--precision", type=int, default=4, help="significant decimals in tables")
@@ -81,14 +81,25 @@ def _goals(items: list[str]) -> dict[str, str]:
     return out
 
 
-def resolve_arms(addresses: list[str], student: str | None, siblings: bool) -> tuple[list[Arm], int | None]:
-    """Arms for every address, and the student's index when --student names one."""
+def resolve_arms(addresses: list[str], student: str | None, siblings: bool = True,
+                 grouping: Grouping | None = None) -> tuple[list[Arm], int | None]:
+    """Arms for every address (labelled together), and the student's index when --student names
+    one."""
+    from ..engines.arms import label_arms
+
+    arms, si = _resolve(addresses, student, siblings, grouping)
+    label_arms(arms, grouping)
+    return arms, si
+
+
+def _resolve(addresses: list[str], student: str | None, siblings: bool,
+             grouping: Grouping | None) -> tuple[list[Arm], int | None]:
     from ..engines.arms import load_arms
 
     arms: list[Arm] = []
     origin: list[str] = []
     for raw in addresses:
-        got = load_arms(raw, siblings=siblings)
+        got = load_arms(raw, siblings=siblings, grouping=grouping)
         arms += got
         origin += [raw] * len(got)
     if student is None:
@@ -96,7 +107,7 @@ def resolve_arms(addresses: list[str], student: str | None, siblings: bool) -> t
     direct = [i for i, raw in enumerate(origin) if raw == student]
     if len(direct) == 1:
         return arms, direct[0]
-    wanted = load_arms(student, siblings=siblings)
+    wanted = load_arms(student, siblings=siblings, grouping=grouping)
     if len(wanted) != 1:
         raise UsageError(f"--student {student} names {len(wanted)} arms", hint="name one run")
     mine = {r.address for r in wanted[0].seeds}
@@ -114,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.smooth < 1.0:
         raise UsageError("--smooth must be in [0, 1)", hint="TensorBoard's default is 0.6")
     rules = build_rules(args.proxy, args.downstream, args.diagnostic, args.project_file)
-    arms, student = resolve_arms(args.addresses, args.student, not args.no_seeds)
+    arms, student = resolve_arms(args.addresses, args.student, grouping=grouping_from(args))
     result = run_compare(
         arms, metrics=args.metric or None, maps=parse_maps(args.map), student=student,
         align=args.align, x=args.x, rules=rules, goals=_goals(args.goal), last_k=args.last,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..engines.options import STATISTICS
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -21,19 +22,23 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
     p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
     p.add_argument("--all-keys", action="store_true", help="list every changed config key")
-    p.add_argument("--no-seeds", action="store_true", help="ignore sibling seed-* runs")
+    add_arm_options(p, no_seeds_help="compare the two named runs only, without their seeds")
     p.add_argument("--format", choices=format_choices("diff", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engines.arms import load_arm
+    from ..engines.arms import label_arms, load_arm, overlapping, split_to_runs
     from ..engines.diff import run_diff
     from ..render.diff_md import render_diff_markdown
 
-    a = load_arm(args.a, siblings=not args.no_seeds)
-    b = load_arm(args.b, siblings=not args.no_seeds)
+    grouping = grouping_from(args)
+    a = load_arm(args.a, grouping=grouping)
+    b = load_arm(args.b, grouping=grouping)
+    if overlapping(a, b):  # two seeds of one arm: compare them run to run
+        a, b = split_to_runs([a, b])
+    label_arms([a, b], grouping)
     result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)
     if emit("diff", args.format, result.to_dict):
         pass

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -18,7 +19,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--metric", action="append", help="metric to rank on (repeatable; first is primary)")
     p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
     p.add_argument("--align", choices=("nearest", "interpolate"), default="nearest")
-    p.add_argument("--no-seed-groups", action="store_true", help="rank every run on its own")
+    add_arm_options(p, no_seeds_help="rank every run on its own", aliases=("--no-seed-groups",))
     p.add_argument("--format", choices=format_choices("rank", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
     p.set_defaults(func=run)
@@ -30,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     from ..render.many_md import render_rank
     from ..resolve import default_addresses
 
-    runs = load_sources(args.sources or default_addresses())
-    result = run_rank(runs, metrics=args.metric, goal=args.goal,
-                      group_seeds=not args.no_seed_groups, align=args.align)
+    grouping = grouping_from(args)
+    runs = load_sources(args.sources or default_addresses(), arms=grouping)
+    result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping, align=args.align)
     if emit("rank", args.format, result.to_dict):
         return 0
     print(dumps(result.to_dict()) if args.format == "json" else render_rank(result, args.precision),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -17,6 +18,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("sources", nargs="*", metavar="SRC")
     p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
     p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
+    add_arm_options(p)
     p.add_argument("--format", choices=format_choices("report", ("md", "json")), default="md")
     p.set_defaults(func=run)
 
@@ -27,14 +29,15 @@ def run(args: argparse.Namespace) -> int:
     from ..render.many_md import render_report
     from ..resolve import default_addresses
 
-    runs = load_sources(args.sources or default_addresses())
-    rep = build_report(runs, metrics=args.metric)
+    grouping = grouping_from(args)
+    runs = load_sources(args.sources or default_addresses(), arms=grouping)
+    rep = build_report(runs, metrics=args.metric, grouping=grouping)
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0
     if args.output and args.output.endswith(".html"):
         from ..render.report_html import render_report_html
 
-        text = render_report_html(rep, runs)
+        text = render_report_html(rep, runs, grouping=grouping)
     elif args.format == "json":
         text = dumps(rep.to_dict()) + "\n"
     else:

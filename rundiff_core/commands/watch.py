@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -28,6 +29,8 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--divergence", type=float, default=0.10, help="relative loss gap that counts as divergence")
     p.add_argument("--notify", help="shell command (JSON on stdin) or http(s) URL (JSON POST)")
     p.add_argument("--once", action="store_true", help="check once and exit (for cron)")
+    add_arm_options(p, no_seeds_help="no arms: the baseline is the named run alone, every "
+                    "watched run its own arm")
     p.add_argument("--format", choices=format_choices("watch", ("md", "json")), default="md")
     p.set_defaults(func=run)
 
@@ -40,17 +43,23 @@ def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
 
 
 def _check(args: argparse.Namespace, stale: float) -> WatchResult:
-    from ..engines.arms import load_arm
+    from ..engines.arms import arms_of, load_arm
     from ..engines.runset import load_sources
     from ..engines.watch import WatchResult, WatchState, check_run, state_key
 
+    grouping = grouping_from(args)
     state = WatchState(state_key(args.sources, args.baseline))
-    baseline = load_arm(args.baseline, siblings=False).primary if args.baseline else None
+    barm = load_arm(args.baseline, grouping=grouping) if args.baseline else None
     now = time.time()
     checks = []
-    for run_ in load_sources(args.sources):
+    runs = load_sources(args.sources)
+    arm_of = {r.address: arm for arm in arms_of(runs, grouping) for r in arm.seeds}
+    for run_ in runs:
         check, new_state = check_run(run_, state.data.get(run_.address, {}), now=now, stale_after=stale,
-                                     baseline=baseline, divergence=args.divergence)
+                                     baseline=barm.primary if barm else None, divergence=args.divergence,
+                                     baseline_seeds=barm.seeds if barm else None,
+                                     baseline_label=barm.label if barm else None)
+        check.arm, check.arm_size = arm_of[run_.address].label, arm_of[run_.address].n
         state.data[run_.address] = new_state
         checks.append(check)
     state.save()
@@ -69,7 +78,8 @@ def _print(result: WatchResult, fmt: str) -> None:
         age = "—" if c.age_seconds is None else f"{c.age_seconds / 60:.1f} min ago"
         moved = f"step {c.previous_step:g} → {c.last_step:g}" if c.previous_step is not None and c.last_step is not None \
             else f"step {c.last_step:g}" if c.last_step is not None else "no points"
-        print(f"{c.run} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
+        arm = f" (arm {c.arm})" if c.arm_size > 1 else ""
+        print(f"{c.run}{arm} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
               + (f"; {prog}" if prog else ""))
         for a in c.alerts:
             print(f"  ALERT {a.kind}: {a.message}")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Run
-from .diff import SEED_KEYS, ConfigChange, config_diff
+from .arms import Grouping
+from .diff import ConfigChange, config_diff
 from .jsonable import jsonable
 from .runset import Group, common_step, group_stat, seed_groups, shared_metrics
 from .stats import goal_for, welch_p
@@ -68,8 +69,11 @@ class AblateResult:
         return jsonable(self)
 
 
-def _changes(base: Run, other: Run) -> list[ConfigChange]:
-    return [c for c in config_diff(base, other) if not SEED_KEYS.search(c.key)]
+def _changes(base: Run, other: Run, grouping: Grouping | None = None) -> list[ConfigChange]:
+    """What an ablation changed: the config diff without seed and run-identity keys (the arm
+    rule's), which differ between any two runs."""
+    rules = grouping.rules if grouping else None
+    return config_diff(base, other, ignore_seed=True, ignore_identity=True, rules=rules)
 
 
 def _effect(base: Group, abl: Group, metric: str, goal: str | None) -> Effect | None:
@@ -93,10 +97,15 @@ def _effect(base: Group, abl: Group, metric: str, goal: str | None) -> Effect | 
 
 def run_ablate(
     baseline_runs: list[Run], runs: list[Run], *, metrics: list[str] | None = None, goal: str | None = None,
+    grouping: Grouping | None = None,
 ) -> AblateResult:
-    base = seed_groups(baseline_runs)[0]
-    base_keys = {r.address for r in base.runs}
-    groups = seed_groups([r for r in runs if r.address not in base_keys])
+    """`baseline_runs` are one arm (the baseline's seeds); `runs` are grouped into arms."""
+    base_keys = {r.address for r in baseline_runs}
+    others = [r for r in runs if r.address not in base_keys]
+    every = seed_groups([*baseline_runs, *others], grouping=grouping or Grouping())
+    base_label = next((g.label for g in every if g.runs[0].address in base_keys), None)
+    base = Group(base_label or baseline_runs[0].name, list(baseline_runs))
+    groups = [g for g in every if not any(r.address in base_keys for r in g.runs)]
     if not groups:
         from ..errors import UsageError
 
@@ -107,7 +116,7 @@ def run_ablate(
     for g in groups:
         effects = [e for m in chosen if (e := _effect(base, g, m, goal)) is not None]
         impact = max((abs(e.relative) if math.isfinite(e.relative) else abs(e.delta) for e in effects), default=0.0)
-        ablations.append(Ablation(g.label, _changes(base.runs[0], g.runs[0]), effects, impact))
+        ablations.append(Ablation(g.label, _changes(base.runs[0], g.runs[0], grouping), effects, impact))
     ablations.sort(key=lambda a: -a.impact if math.isfinite(a.impact) else 0.0)
     result = AblateResult(base.label, base.n, chosen, ablations)
     result.interactions = _interactions(ablations, chosen[0])

@@ -1,21 +1,503 @@
-"""An arm is one side of a comparison: a run plus the sibling seeds that are its variance samples."""
+"""The arm concept, once for every command and backend: an arm is the runs that differ only by seed.
+
+How runs become arms (docs/diff.md, "Arms"; the same text is in docs/many.md):
+
+1. **declared siblings** — the runs `RunSource.seed_siblings(ref)` returns (seed folders next to
+   each other, a fleet dataset's `seed_group`);
+2. else **equal configs in one collection** — runs the source lists in the same collection
+   (`RunSource.collection(ref)`: the parent folder, experiment or project) whose configs are equal
+   once seed keys, run-identity keys and values equal to the run's own path or name are removed;
+3. else the run alone.
+
+`--group-by KEY[,KEY…]` replaces 1 and 2 (runs with equal values of those keys form an arm) and
+`--no-seeds` makes every run its own arm. One labeller names arms: by the config that tells them
+apart, else by their members (`version_11…13 (3 seeds)`).
+
+This module imports no pandas: adapters use its seed rules (`seed_from_config`,
+`seed_from_name`, `seed_folder_siblings`) through `rundiff_core`'s exports.
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import functools
+import json
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..model import Run
-from ..plugins import Plugins
-from ..resolve import open_source
+if TYPE_CHECKING:
+    from ..model import Run, RunRef
+    from ..plugins import Plugins
+    from ..source import RunSource
+
+# -- seed keys and seed folder names --------------------------------------------------------------
+SEED_KEY_RULE = "the key's last component, lower-cased without `_`/`-`, ends in `seed`"
+"""`seed`, `random_seed`, `manualSeed`, `rng_seed`, `global_seed`, `data_seed`, `opt.manualSeed`…"""
+
+_SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|_s)(?P<seed>\d+)$", re.I)
+"""`seed-3`, `seed_3`, `seed3`, `exp-a-seed-3`, `lr0.1_s3` → seed 3 (stem: what precedes it)."""
+
+_KEY_SPLIT = re.compile(r"[./]")
 
 
+def _leaf(key: str) -> str:
+    return _KEY_SPLIT.split(key)[-1]
+
+
+def _norm(text: str) -> str:
+    return text.lower().replace("_", "").replace("-", "")
+
+
+def is_seed_key(key: str, rules: ArmRules | None = None) -> bool:
+    """True for a config key that holds a seed (see SEED_KEY_RULE, plus `[arms] seed_keys`)."""
+    return _is_seed_key(key, rules.seed_keys if rules else ())
+
+
+@functools.lru_cache(maxsize=8192)  # a fleet's runs share their keys: decide each key once
+def _is_seed_key(key: str, extra: tuple[str, ...]) -> bool:
+    return _norm(_leaf(key)).endswith("seed") or bool(extra and _matches(key, extra))
+
+
+def _int_value(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def seed_from_config(config: Mapping[str, Any]) -> int | None:
+    """The run's seed from its (nested or dotted) config: an integer under a seed key, a key
+    named exactly `seed` first, then the shallowest, then by name."""
+    flat = _flatten(config)
+    keys = sorted((k for k in flat if is_seed_key(k)),
+                  key=lambda k: (_norm(_leaf(k)) != "seed", len(_KEY_SPLIT.split(k)), k))
+    for key in keys:
+        value = _int_value(flat[key])
+        if value is not None:
+            return value
+    return None
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in mapping.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def seed_from_name(name: str) -> int | None:
+    """The seed a run folder's name carries (`seed-N`, `seed_N`, `seedN`, `…_sN`), else None."""
+    m = _SEED_NAME.match(os.path.basename(os.path.normpath(name)))
+    return int(m.group("seed")) if m else None
+
+
+def seed_of(config: Mapping[str, Any], path: str | None = None) -> int | None:
+    """The seed rule adapters share: the config's seed key, else the run folder's name."""
+    seed = seed_from_config(config) if isinstance(config, Mapping) else None
+    return seed if seed is not None or not path else seed_from_name(path)
+
+
+def seed_stem(name: str) -> str | None:
+    """A seed-named folder's name without its seed part (`exp_s3` → `exp`), else None."""
+    m = _SEED_NAME.match(os.path.basename(os.path.normpath(name)))
+    return m.group("stem") if m else None
+
+
+def seed_folder_siblings(path: str, is_run: Callable[[str], bool]) -> list[str]:
+    """The run folders next to a seed-named run folder whose names differ only in the seed
+    (`seed-0`/`seed-1`, `lr0.1_s0`/`lr0.1_s1`), sorted; `[path]` when it is not seed-named."""
+    parent, base = os.path.split(os.path.normpath(path))
+    stem = seed_stem(base)
+    if stem is None:
+        return [path]
+    found = _seed_folders(parent or ".", is_run).get(stem, [])
+    return found if os.path.join(parent, base) in found else [path]
+
+
+_FOLDERS: dict[tuple[str, int, str], dict[str, list[str]]] = {}
+
+
+def _seed_folders(parent: str, is_run: Callable[[str], bool]) -> dict[str, list[str]]:
+    """stem → seed-named run folders of `parent`, scanned once per (folder mtime, run test): an
+    arm of N seeds costs one scan, not N."""
+    try:
+        stamp = os.stat(parent).st_mtime_ns
+        key = (parent, stamp, f"{getattr(is_run, '__module__', '')}.{getattr(is_run, '__qualname__', '')}")
+        hit = _FOLDERS.get(key)
+        if hit is not None:
+            return hit
+        names = sorted(e.name for e in os.scandir(parent) if e.is_dir())
+    except OSError:
+        return {}
+    out: dict[str, list[str]] = {}
+    for name in names:
+        stem = seed_stem(name)
+        if stem is not None and is_run(os.path.join(parent, name)):
+            out.setdefault(stem, []).append(os.path.join(parent, name))
+    if len(_FOLDERS) > 64:
+        _FOLDERS.clear()
+    _FOLDERS[key] = out
+    return out
+
+
+# -- run-identity keys ----------------------------------------------------------------------------
+IDENTITY_KEYS: dict[str, str] = {
+    "paths and dirs": r"(output|out|log|logging|checkpoint|checkpoints|ckpt|save|work|working|run|"
+                      r"exp|experiment|result|results|default_root|tensorboard|tb|wandb|cache|"
+                      r"artifact|artifacts)_?(dir|dirs|path|folder|directory|root|location|uri)"
+                      r"|dirpath|logdir|outdir|workdir|savedir|output|out|resume_from_checkpoint",
+    "run names and ids": r"(run|job|trial|experiment|exp)_?(name|id|uuid)|uuid|slurm_job_?id",
+    "timestamps and dates": r"timestamp|time_stamp|date|datetime|start_time|end_time|start_date|"
+                            r"created|created_at|started_at|updated_at|launch_time|launched_at|"
+                            r"run_date|now",
+    "hostnames": r"host|hostname|host_name|node|nodename|node_name|machine|slurm_nodelist|"
+                 r"master_addr|master_port|pid",
+    "tracker ids": r"(wandb|mlflow|neptune|comet|clearml|aim)_?(run_?)?(id|name|url|path|dir)",
+}
+"""Leaf-name patterns (full match, case-insensitive, `-` read as `_`) of keys that name a run
+rather than configure it. Also identity: any key under a `wandb`/`mlflow`/`neptune`/`comet`/
+`clearml`/`logger` parent whose leaf is `id`, `name`, `run_id`, `run_name`, `dir`, `version` or
+`url`; and any string value equal to the run's name, id, path or folder name, or a path ending in
+the run's folder name. `[arms] identity_keys` in rundiff.toml adds patterns."""
+
+_IDENTITY = re.compile("|".join(f"(?:{p})" for p in IDENTITY_KEYS.values()), re.I)
+_TRACKER_PARENTS = {"wandb", "mlflow", "neptune", "comet", "clearml", "logger"}
+_TRACKER_LEAVES = {"id", "name", "run_id", "run_name", "dir", "version", "url"}
+
+
+def is_identity_key(key: str, rules: ArmRules | None = None) -> bool:
+    """True for a config key that names or places the run instead of configuring it."""
+    return _is_identity_key(key, rules.identity_keys if rules else (), rules.keep_keys if rules else ())
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_identity_key(key: str, extra: tuple[str, ...], keep: tuple[str, ...]) -> bool:
+    if keep and _matches(key, keep):
+        return False
+    parts = [p.lower().replace("-", "_") for p in _KEY_SPLIT.split(key)]
+    if _IDENTITY.fullmatch(parts[-1]):
+        return True
+    if len(parts) > 1 and parts[-2] in _TRACKER_PARENTS and parts[-1] in _TRACKER_LEAVES:
+        return True
+    return bool(extra and _matches(key, extra))
+
+
+def _matches(key: str, patterns: Sequence[str]) -> bool:
+    leaf = _leaf(key)
+    return any(fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(leaf, p) for p in patterns)
+
+
+@dataclass(frozen=True)
+class ArmRules:
+    """Extra seed/identity key patterns from the `[arms]` table of rundiff.toml (globs matched
+    against the dotted key and its last component). `keep_keys` exempts keys from the identity
+    rule."""
+
+    seed_keys: tuple[str, ...] = ()
+    identity_keys: tuple[str, ...] = ()
+    keep_keys: tuple[str, ...] = ()
+    project_file: str | None = None
+
+
+ARMS_TABLE_KEYS = ("seed_keys", "identity_keys", "keep_keys")
+
+
+def load_arm_rules(project_file: str | None = None) -> ArmRules:
+    """The `[arms]` table of `project_file` (default: the nearest rundiff.toml), else no extras."""
+    import tomllib
+
+    from ..errors import InputError
+    from .roles import find_project_file
+
+    path = project_file or find_project_file()
+    if not path:
+        return ArmRules()
+    try:
+        with open(path, "rb") as fh:
+            table = tomllib.load(fh).get("arms", {})
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path} is not valid TOML: {exc}", hint="see docs/diff.md, Arms") from exc
+    if not isinstance(table, dict):
+        raise InputError(f"{path}: [arms] must be a table", hint='e.g. identity_keys = ["*_stamp"]')
+    unknown = sorted(set(table) - set(ARMS_TABLE_KEYS))
+    if unknown:
+        raise InputError(f"{path}: unknown key {unknown[0]!r} in [arms]",
+                         hint=f"[arms] takes {', '.join(ARMS_TABLE_KEYS)}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name in ARMS_TABLE_KEYS:
+        value = table.get(name, [])
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{path}: [arms] {name} must be a list of key patterns")
+        out[name] = tuple(value)
+    return ArmRules(**out, project_file=path)
+
+
+def _self_values(run: Run) -> set[str]:
+    path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
+    values = {run.name, run.run_id, run.address, run.address.split(":", 1)[-1]}
+    if isinstance(path, str) and path:
+        values |= {path, os.path.basename(os.path.normpath(path))}
+    return {v for v in values if isinstance(v, str) and v}
+
+
+def _is_self_value(value: Any, own: set[str], folder: str | None) -> bool:
+    if not isinstance(value, str) or not value:
+        return False
+    if value in own or value.rstrip("/\\") in own:
+        return True
+    tail = value.rstrip("/\\").replace("\\", "/")
+    return bool(folder) and len(folder) >= 3 and tail.endswith("/" + folder)
+
+
+def arm_config(run: Run, rules: ArmRules | None = None) -> dict[str, Any]:
+    """The run's flat config without seed keys, identity keys and values naming the run itself
+    (path-like strings normalised): what must be equal for two runs to be seeds of one arm."""
+    own = _self_values(run)
+    path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
+    folder = os.path.basename(os.path.normpath(path)) if isinstance(path, str) and path else None
+    return {k: _same_path(v) for k, v in run.flat_config.items()
+            if not is_seed_key(k, rules) and not is_identity_key(k, rules)
+            and not _is_self_value(v, own, folder)}
+
+
+_PATHLIKE = re.compile(r"^\.{0,2}/|/|^\.{1,2}$")
+
+
+def _same_path(value: Any) -> Any:
+    """`./input` and `input/` are the same path as `input`: compare relative paths normalised."""
+    if isinstance(value, str) and value and _PATHLIKE.search(value) and not any(
+            c.isspace() for c in value) and "://" not in value:
+        return posixpath.normpath(value)
+    return value
+
+
+def arm_key(run: Run, rules: ArmRules | None = None) -> str | None:
+    """A canonical text of `arm_config`; None for a run that logged no config (it stays alone)."""
+    if not run.config:
+        return None
+    return json.dumps(arm_config(run, rules), sort_keys=True, default=str)
+
+
+# -- grouping -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grouping:
+    """How runs become arms: the default rules, `--group-by KEYS`, or `--no-seeds`."""
+
+    seeds: bool = True
+    group_by: tuple[str, ...] = ()
+    rules: ArmRules = field(default_factory=ArmRules)
+
+    @classmethod
+    def from_options(cls, *, no_seeds: bool = False, group_by: str | Sequence[str] | None = None,
+                     project_file: str | None = None) -> Grouping:
+        """From the command-line flags; reads the `[arms]` table of rundiff.toml."""
+        keys: list[str] = []
+        for item in [group_by] if isinstance(group_by, str) else (group_by or []):
+            keys += [k.strip() for k in item.split(",") if k.strip()]
+        if no_seeds and keys:
+            from ..errors import UsageError
+
+            raise UsageError("--group-by and --no-seeds contradict each other",
+                             hint="--no-seeds makes every run its own arm; drop one of them")
+        return cls(seeds=not no_seeds, group_by=tuple(keys), rules=load_arm_rules(project_file))
+
+
+DEFAULT = Grouping()
+
+
+def _group_value(run: Run, key: str) -> str:
+    flat = run.flat_config
+    return json.dumps(flat.get(key), sort_keys=True, default=str)
+
+
+def group_runs(runs: Sequence[Run], grouping: Grouping | None = None) -> list[tuple[list[Run], str]]:
+    """Partition runs into arms, in first-seen order: [(members, how the arm was formed)].
+
+    Uses what `attach` recorded on each run (its collection and declared siblings); runs never
+    attached (built in memory) share one collection.
+    """
+    g = grouping or DEFAULT
+    if not g.seeds:
+        return [([r], "--no-seeds") for r in runs]
+    if g.group_by:
+        _check_group_keys(runs, g.group_by)
+        buckets: dict[tuple[str, ...], list[Run]] = {}
+        for r in runs:
+            buckets.setdefault(tuple(_group_value(r, k) for k in g.group_by), []).append(r)
+        how = "--group-by " + ",".join(g.group_by)
+        return [(members, how) for members in buckets.values()]
+    present = {r.address for r in runs}
+    parent = {a: a for a in present}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(x: str, y: str) -> None:
+        a, b = find(x), find(y)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    linked: dict[tuple[str, ...], str] = {}  # seeds of one arm declare one list: link it once
+    for r in runs:
+        sibs = tuple(o for o in r.declared_siblings if o in present)
+        if not sibs:
+            continue
+        if sibs in linked:
+            union(r.address, linked[sibs])
+            continue
+        linked[sibs] = sibs[0]
+        for other in sibs:
+            union(r.address, other)
+    declared: dict[str, list[Run]] = {}
+    for r in runs:
+        declared.setdefault(find(r.address), []).append(r)
+    keyed: dict[Any, list[Run]] = {}
+    for r in runs:
+        members = declared[find(r.address)]
+        if len(members) > 1:
+            keyed.setdefault(("declared", find(r.address)), members)
+            continue
+        key = arm_key(r, g.rules)
+        keyed.setdefault(("alone", r.address) if key is None else ("config", r.collection, key),
+                         []).append(r)
+    out = []
+    for kind, members in ((k[0], m) for k, m in keyed.items()):
+        coll = members[0].collection
+        how = {"declared": "seed siblings the source declares",
+               "config": f"equal config in {coll}" if coll else "equal config"}.get(kind, "one run")
+        out.append((members, how if len(members) > 1 else "one run"))
+    return out
+
+
+def _check_group_keys(runs: Sequence[Run], keys: Sequence[str]) -> None:
+    known = set().union(*(r.flat_config for r in runs)) if runs else set()
+    missing = [k for k in keys if k not in known]
+    if missing:
+        from ..errors import UsageError
+
+        raise UsageError(f"--group-by {', '.join(missing)}: no run has that config key",
+                         hint="config keys: " + ", ".join(sorted(known)[:20]))
+
+
+# -- labels ---------------------------------------------------------------------------------------
+LABEL_MAX_KEYS = 4
+_DIGITS_END = re.compile(r"\d+$")
+_DIGITS_START = re.compile(r"^\d+")
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def members_label(runs: Sequence[Run], *, short: bool = True) -> str:
+    """An arm named by its members: `version_11, version_12, version_13`; with `short`, a run of
+    consecutive numbers reads `version_11…13 (3 seeds)`. Never a bare common prefix."""
+    names = sorted((r.name for r in runs), key=_natural)
+    if len(names) == 1:
+        return names[0]
+    full = ", ".join(names)
+    if not short:
+        return full
+    prefix = os.path.commonprefix(names)
+    prefix = prefix[: len(prefix) - len(m.group())] if (m := _DIGITS_END.search(prefix)) else prefix
+    suffix = os.path.commonprefix([n[len(prefix):][::-1] for n in names])[::-1]
+    suffix = suffix[len(m.group()):] if (m := _DIGITS_START.match(suffix)) else suffix
+    middles = [n[len(prefix): len(n) - len(suffix)] for n in names]
+    n = len(names)
+    if all(x.isdigit() for x in middles):
+        numbers = [int(x) for x in middles]
+        if numbers == list(range(numbers[0], numbers[0] + n)):
+            return f"{names[0]}…{middles[-1]}{suffix} ({n} seeds)"
+    if n <= 3:
+        return full
+    return f"{names[0]}, {names[1]}, …, {names[-1]} ({n} seeds)"
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, float):
+        return format(value, ".6g")
+    if isinstance(value, str):
+        return value if len(value) <= 32 else value[:31] + "…"
+    if value is None or isinstance(value, bool | int):
+        return str(value)
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 32 else text[:31] + "…"
+
+
+def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Keys whose value is not the same in every config (a missing key counts as different),
+    in first-seen order."""
+    keys = list(dict.fromkeys(k for c in configs for k in c))
+    return [k for k in keys if len({json.dumps(c[k], sort_keys=True, default=repr)
+                                    if k in c else "\0missing" for c in configs}) > 1]
+
+
+def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
+    """Name every arm of one comparison (sets `Arm.label`): by the config keys whose values differ
+    between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS; `key=(absent)` for an arm
+    without the key) when that names every arm
+    differently, else every arm by its members (`version_11…13 (3 seeds)`); a label still shared
+    gets the arm's address appended."""
+    g = grouping or DEFAULT
+    configs = [arm_config(a.primary, g.rules) for a in arms]
+    keys = list(g.group_by) if g.group_by else distinguishing_keys(configs) if len(arms) > 1 else []
+    labels = []
+    for arm, cfg in zip(arms, configs, strict=True):
+        flat = arm.primary.flat_config if g.group_by else cfg
+        parts = [f"{k}={_fmt_value(flat[k]) if k in flat else '(absent)'}"
+                 for k in keys[:LABEL_MAX_KEYS]]
+        if len(keys) > LABEL_MAX_KEYS:
+            parts.append(f"+{len(keys) - LABEL_MAX_KEYS} more")
+        labels.append(", ".join(parts) if parts else arm.members)
+    if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
+        labels = [a.members for a in arms]
+    shared = {label for label in labels if labels.count(label) > 1}
+    labels = [f"{label} [{arm.primary.address}]" if label in shared else label
+              for arm, label in zip(arms, labels, strict=True)]
+    for arm, label in zip(arms, labels, strict=True):
+        arm.label = label
+
+
+# -- arms -----------------------------------------------------------------------------------------
 @dataclass
 class Arm:
-    """The run the user named (`primary`) and every seed of the same arm (primary included)."""
+    """The run the user named (`primary`) and every seed of the same arm (primary included).
+
+    `label` names the arm among the arms it is compared with (`label_arms`); `members` names it
+    by its runs; `how` says which rule formed it; `notes` say what the search could not do.
+    """
 
     address: str
     primary: Run
     seeds: list[Run] = field(default_factory=list)
+    label: str = ""
+    how: str = "one run"
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            self.seeds = [self.primary]
+        if not self.label:
+            self.label = self.members
 
     @property
     def name(self) -> str:
@@ -25,50 +507,143 @@ class Arm:
     def n(self) -> int:
         return len(self.seeds)
 
+    @property
+    def members(self) -> str:
+        """`version_11…13 (3 seeds)`, or the run's name for a single run."""
+        return members_label(self.seeds)
 
-def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True) -> Arm:
-    """Resolve an address into an arm: one run and its seed siblings, or a folder of seeds."""
-    source = open_source(raw, plugins)
-    refs = source.list_runs()
-    if not refs:
-        from ..errors import InputError
-
-        raise InputError(f"{raw} names no runs", hint="check the path or run `rundiff ls` on it")
-    if len(refs) == 1 and siblings and hasattr(source, "seed_siblings"):
-        sib_refs = source.seed_siblings(refs[0])
-        seeds = [source.load_run(r) if r.address != refs[0].address else None for r in sib_refs]
-        primary = source.load_run(refs[0])
-        seeds = [primary if s is None else s for s in seeds]
-        if all(s is not primary for s in seeds):
-            seeds.insert(0, primary)
-    else:
-        seeds = [source.load_run(r) for r in refs]
-        primary = seeds[0]
-    return Arm(address=raw, primary=primary, seeds=seeds)
+    @property
+    def members_full(self) -> str:
+        """Every member's name: `version_11, version_12, version_13`."""
+        return members_label(self.seeds, short=False)
 
 
-def _arm_from_ref(source, ref, siblings: bool) -> Arm:
-    """One named run plus (when `siblings`) the other seeds of its arm."""
-    primary = source.load_run(ref)
-    seeds = [primary]
-    if siblings and hasattr(source, "seed_siblings"):
-        seeds = [primary if r.address == ref.address else source.load_run(r)
-                 for r in source.seed_siblings(ref)]
-        if primary not in seeds:
-            seeds.insert(0, primary)
-    return Arm(address=ref.address, primary=primary, seeds=seeds)
+def arms_of(runs: Sequence[Run], grouping: Grouping | None = None, *, address: str | None = None
+            ) -> list[Arm]:
+    """The arms of already-loaded runs (many-run commands), labelled."""
+    arms = [Arm(address=address or members[0].address, primary=members[0], seeds=list(members),
+                how=how) for members, how in group_runs(runs, grouping)]
+    label_arms(arms, grouping)
+    return arms
 
 
-def _open_named(raw: str, plugins: Plugins | None):
+# -- sources --------------------------------------------------------------------------------------
+SCAN_LIMIT = 2000
+"""A single run's collection is searched for equal configs only up to this many runs."""
+
+
+def declared_siblings(source: RunSource, ref: RunRef) -> list[RunRef]:
+    """`source.seed_siblings(ref)` (default `[ref]`); a failing lookup declares nothing."""
+    fn = getattr(source, "seed_siblings", None)
+    if fn is None:
+        return [ref]
+    try:
+        return list(fn(ref)) or [ref]
+    except Exception:  # noqa: BLE001 - sibling discovery is a nicety; never fail the run for it
+        return [ref]
+
+
+def collection_of(source: RunSource, ref: RunRef) -> str | None:
+    """`source.collection(ref)` (default: the address the source was opened with)."""
+    fn = getattr(source, "collection", None)
+    if fn is None:
+        return str(source.address)
+    return fn(ref)
+
+
+def attach(source: RunSource, ref: RunRef, run: Run) -> Run:
+    """Record on a loaded run where its seeds can be: its collection (the run itself when the
+    source names none) and the siblings the source declares."""
+    try:
+        coll = collection_of(source, ref)
+    except Exception:  # noqa: BLE001 - a source that cannot say has no collection to search
+        coll = None
+    run.collection = coll if coll is not None else f"{run.address} (alone)"
+    run.declared_siblings = tuple(r.address for r in declared_siblings(source, ref))
+    return run
+
+
+def load_attached(source: RunSource, ref: RunRef) -> Run:
+    """`source.load_run(ref)` with `attach` applied."""
+    return attach(source, ref, source.load_run(ref))
+
+
+def _collection_peers(source: RunSource, ref: RunRef, run: Run, grouping: Grouping,
+                      plugins: Plugins | None, notes: list[str]) -> list[Run]:
+    """The other runs of `run`'s collection whose arm key equals its own (rule 2)."""
+    from ..errors import RundiffError
+    from ..resolve import open_source
+
+    key = arm_key(run, grouping.rules)
+    coll = run.collection
+    if (key is None and not grouping.group_by) or not coll or coll.endswith(" (alone)"):
+        return []
+    try:
+        other = source if coll == str(source.address) else open_source(coll, plugins)
+        refs = other.list_runs()
+    except RundiffError as exc:
+        notes.append(f"seeds not searched in {coll}: {exc}")
+        return []
+    if len(refs) > SCAN_LIMIT:
+        notes.append(f"seeds not searched: {coll} lists {len(refs)} runs (more than {SCAN_LIMIT}); "
+                     "give the seeds' folder or use --group-by")
+        return []
+    peers = []
+    for r in refs:
+        try:
+            if r.address == ref.address or collection_of(other, r) != coll:
+                continue
+            cand = load_attached(other, r)
+        except RundiffError as exc:
+            notes.append(f"{r.address} skipped while searching seeds: {exc}")
+            continue
+        # a run in a declared seed group belongs to that arm (rule 1), as in group_runs
+        if cand.address == run.address or (not grouping.group_by and len(cand.declared_siblings) > 1):
+            continue
+        if grouping.group_by:
+            same = all(_group_value(cand, k) == _group_value(run, k) for k in grouping.group_by)
+        else:
+            same = arm_key(cand, grouping.rules) == key
+        if same:
+            peers.append(cand)
+    return peers
+
+
+def arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping | None = None,
+                plugins: Plugins | None = None, address: str | None = None) -> Arm:
+    """One named run plus the other seeds of its arm (rules 1-3, or --group-by)."""
+    grouping = grouping or DEFAULT
+    address = address or ref.address
+    primary = load_attached(source, ref)
+    if not grouping.seeds:
+        return Arm(address=address, primary=primary, how="--no-seeds")
+    notes: list[str] = []
+    if not grouping.group_by:
+        sib_refs = [r for r in declared_siblings(source, ref) if r.address != ref.address]
+        if sib_refs:
+            seeds = [primary] + [load_attached(source, r) for r in sib_refs]
+            seeds.sort(key=lambda r: _natural(r.name))
+            return Arm(address=address, primary=primary, seeds=seeds,
+                       how="seed siblings the source declares")
+    if grouping.group_by:
+        _check_group_keys([primary], grouping.group_by)
+    peers = _collection_peers(source, ref, primary, grouping, plugins, notes)
+    how = ("--group-by " + ",".join(grouping.group_by) if grouping.group_by
+           else f"equal config in {primary.collection}")
+    seeds = sorted([primary, *peers], key=lambda r: _natural(r.name))
+    return Arm(address=address, primary=primary, seeds=seeds, how=how if peers else "one run",
+               notes=notes)
+
+
+def _open_named(raw: str, plugins: Plugins | None) -> tuple[RunSource, list[RunRef]]:
     """(source, refs) for an address, or for a bare run name found by project-level detection."""
-    import os
-
     from ..address import parse_address
-    from ..errors import RundiffError, UsageError
+    from ..errors import InputError, RundiffError, UsageError
+    from ..resolve import open_source
 
     try:
         source = open_source(raw, plugins)
-        return source, source.list_runs()
+        refs = source.list_runs()
     except RundiffError as original:
         if parse_address(raw).scheme is not None or os.path.exists(raw):
             raise
@@ -90,33 +665,75 @@ def _open_named(raw: str, plugins: Plugins | None):
                 hint="give the full address of one of them",
             ) from None
         return source, hits
+    if not refs:
+        raise InputError(f"{raw} names no runs", hint="check the path or run `rundiff ls` on it")
+    return source, refs
 
 
-def load_arms(raw: str, plugins: Plugins | None = None, *, siblings: bool = True) -> list[Arm]:
+def _grouping(siblings: bool, grouping: Grouping | None) -> Grouping:
+    if grouping is None:
+        return DEFAULT if siblings else Grouping(seeds=False)
+    return grouping if siblings else Grouping(seeds=False, rules=grouping.rules)
+
+
+def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True,
+             grouping: Grouping | None = None) -> Arm:
+    """The arm an address names: one run and the other seeds of its arm (searched among the runs
+    of its collection), or a collection whose runs form one arm (else its first arm, with a
+    note naming the others)."""
+    g = _grouping(siblings, grouping)
+    source, refs = _open_named(raw, plugins)
+    if len(refs) == 1:
+        return arm_for_ref(source, refs[0], g, plugins, raw)
+    arms = arms_of([load_attached(source, r) for r in refs], g, address=raw)
+    first = arms[0]
+    if len(arms) > 1:
+        first.notes.append(f"{raw} holds {len(arms)} arms; using {first.members} "
+                           f"(others: {', '.join(a.members for a in arms[1:4])}"
+                           + (", …" if len(arms) > 4 else "") + ")")
+    first.label = first.members
+    return first
+
+
+def load_arms(raw: str, plugins: Plugins | None = None, *, siblings: bool = True,
+              grouping: Grouping | None = None) -> list[Arm]:
     """Every arm an address names, for commands that compare many arms.
 
-    One run → that run with its seed siblings (like `load_arm`). A collection (a project, an
-    experiment, a folder of runs) → its runs grouped into arms by seed siblings, in listing order;
-    a source that knows no siblings gives one arm per run. A bare name that is not a path is looked
-    up among the runs of the project found by project-level detection.
+    One run → that run with the other seeds of its arm (like `load_arm`). A collection (a project,
+    an experiment, a folder of runs) → its runs grouped into arms, in listing order. A bare name
+    that is not a path is looked up among the runs of the project found by project-level
+    detection. Labels are set by the caller once every address is loaded (`label_arms`).
     """
+    g = _grouping(siblings, grouping)
     source, refs = _open_named(raw, plugins)
-    if not refs:
-        from ..errors import InputError
-
-        raise InputError(f"{raw} names no runs", hint="check the path or run `rundiff ls` on it")
     if len(refs) == 1:
-        arm = _arm_from_ref(source, refs[0], siblings)
-        return [Arm(address=raw, primary=arm.primary, seeds=arm.seeds)]
-    if not siblings or not hasattr(source, "seed_siblings"):
-        return [Arm(address=r.address, primary=(run := source.load_run(r)), seeds=[run]) for r in refs]
-    groups: dict[tuple[str, ...], list] = {}
-    for ref in refs:
-        members = tuple(sorted(r.address for r in source.seed_siblings(ref)))
-        groups.setdefault(members if ref.address in members else (ref.address,), []).append(ref)
-    arms = []
-    for members in groups.values():
-        runs = [source.load_run(r) for r in members]
-        address = raw if len(groups) == 1 else members[0].address
-        arms.append(Arm(address=address, primary=runs[0], seeds=runs))
+        return [arm_for_ref(source, refs[0], g, plugins, raw)]
+    arms = arms_of([load_attached(source, r) for r in refs], g)
+    if len(arms) == 1:
+        arms[0].address = raw
     return arms
+
+
+def overlapping(a: Arm, b: Arm) -> bool:
+    """True when two arms share a run (diff A B naming two seeds of one arm)."""
+    return bool({r.address for r in a.seeds} & {r.address for r in b.seeds})
+
+
+def split_to_runs(arms: Iterable[Arm]) -> list[Arm]:
+    """Each arm reduced to its named run (when two named runs turn out to be seeds of one arm)."""
+    out = []
+    for arm in arms:
+        out.append(Arm(address=arm.address, primary=arm.primary, how="one run", notes=[
+            *arm.notes, f"{arm.primary.name} is compared on its own: the other address names a "
+            f"seed of the same arm ({arm.members})"]))
+    return out
+
+
+__all__ = [
+    "ARMS_TABLE_KEYS", "Arm", "ArmRules", "Grouping", "IDENTITY_KEYS", "SEED_KEY_RULE", "arm_config",
+    "arm_for_ref",
+    "arm_key", "arms_of", "attach", "collection_of", "declared_siblings", "distinguishing_keys",
+    "group_runs", "is_identity_key", "is_seed_key", "label_arms", "load_arm", "load_arm_rules",
+    "load_arms", "load_attached", "members_label", "overlapping", "seed_folder_siblings",
+    "seed_from_config", "seed_from_name", "seed_of", "seed_stem", "split_to_runs",
+]

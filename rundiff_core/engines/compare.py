@@ -32,7 +32,7 @@ from .align import (
     slice_sorted,
     values_at,
 )
-from .arms import Arm
+from .arms import Arm, label_arms
 from .jsonable import jsonable
 from .metricnames import NameResolution, resolve_names, spelling_key, tokens
 from .roles import GroupRules
@@ -129,6 +129,8 @@ class ArmInfo:
     single_seed: bool
     current_x: float
     seeds: list[dict[str, Any]]
+    members: str = ""  # the arm named by its runs: `version_11…13 (3 seeds)`
+    how: str = ""  # the arm rule that grouped them (docs/diff.md, Arms)
 
 
 @dataclass
@@ -250,27 +252,12 @@ class _Axis:
 
 
 # ---- the engine --------------------------------------------------------------------------------
-def _arm_label(arm: Arm) -> str:
-    """The arm's full name: the run's own name, or the seeds' common path for a seed group."""
-    if len(arm.seeds) <= 1:
-        return arm.primary.name
-    names = [r.name for r in arm.seeds]
-    parts = [n.split("/") for n in names]
-    common: list[str] = []
-    for level in zip(*parts, strict=False):
-        if len(set(level)) != 1:
-            break
-        common.append(level[0])
-    if common and len(common) < min(len(p) for p in parts):
-        return "/".join(common)
-    return f"{arm.primary.name} (+{len(arm.seeds) - 1} seeds)"
-
-
 def _unique_labels(arms: Sequence[Arm]) -> list[str]:
-    labels = [_arm_label(a) for a in arms]
-    for i, label in enumerate(labels):
-        if labels.count(label) > 1:
-            labels[i] = f"{label} [{arms[i].primary.address}]"
+    """The arms' labels (engines.arms' labeller); relabelled together when the caller's clash."""
+    labels = [a.label for a in arms]
+    if len(set(labels)) < len(labels):
+        label_arms(arms)
+        labels = [a.label for a in arms]
     return labels
 
 
@@ -326,7 +313,9 @@ def run_compare(
         for run in arm.seeds:
             if run.address in seen and seen[run.address] != i:
                 raise UsageError(f"{run.name} ({run.address}) is given twice",
-                                 hint="name each run or seed group once")
+                                 hint="name each run or seed group once; runs that are seeds of "
+                                 "one arm (docs/diff.md#arms) are one group — --no-seeds compares "
+                                 "them run by run")
             seen[run.address] = i
     labels = _unique_labels(arms)
     axis = _Axis(x)
@@ -367,7 +356,8 @@ def run_compare(
 
     # 2. Every series on the chosen axis.
     series: dict[tuple[str, str], _Series] = {}
-    warnings: list[str] = []
+    warnings: list[str] = [f"{label}: {note}" for arm, label in zip(arms, labels, strict=True)
+                           for note in arm.notes]
     for run in all_runs:
         wanted = {names.keys[m][run.address] for m in metric_names if run.address in names.keys[m]}
         xkey = None
@@ -774,6 +764,7 @@ def _arm_info(arm: Arm, label: str, role: str, current_x: float) -> ArmInfo:
         single_seed=len(arm.seeds) == 1, current_x=current_x,
         seeds=[{"name": r.name, "address": r.address, "run_id": r.run_id, "adapter": r.adapter,
                 "seed": r.seed, "status": r.status} for r in arm.seeds],
+        members=arm.members, how=arm.how,
     )
 
 

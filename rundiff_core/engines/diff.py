@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MetricNotFoundError, UsageError
 from ..model import Run
 from ..redact import redact
-from .arms import Arm
+from .arms import Arm, ArmRules, is_identity_key, is_seed_key
 from .jsonable import jsonable
 from .stats import (
     STATISTICS,
@@ -36,7 +36,6 @@ VERDICT_UNKNOWN = "unknown — only one seed per arm; rerun with N>=3 before cla
 VERDICTS = (VERDICT_B, VERDICT_A, VERDICT_SAME, VERDICT_UNKNOWN)
 
 CONFIG_COLLAPSE_AT = 20
-SEED_KEYS = re.compile(r"(^|\.)(seed|random_seed|manual_seed|manualseed|rng_seed)$", re.I)
 GRAD_NORM_KEY = re.compile(r"grad(ient)?[_/.-]?norm", re.I)
 LR_KEY = re.compile(r"(^|[/._-])(lr|learning[_-]?rate)($|[/._-])", re.I)
 EVENT_CLASSES = {
@@ -54,14 +53,17 @@ class ConfigChange:
     change: str  # "changed" | "added" | "removed"
 
 
-def config_diff(a: Run, b: Run, *, ignore_seed: bool = False) -> list[ConfigChange]:
+def config_diff(a: Run, b: Run, *, ignore_seed: bool = False, ignore_identity: bool = False,
+                rules: ArmRules | None = None) -> list[ConfigChange]:
     """Changed dotted keys only, sorted; never the whole config. A changed secret is reported as
     changed, but its values are redacted here, whatever the adapter did, so no renderer can
-    print one."""
+    print one. `ignore_seed`/`ignore_identity` drop the arm rule's seed and run-identity keys."""
     fa, fb = a.flat_config, b.flat_config
     out = []
     for key in sorted(set(fa) | set(fb)):
-        if ignore_seed and SEED_KEYS.search(key):
+        if ignore_seed and is_seed_key(key, rules):
+            continue
+        if ignore_identity and is_identity_key(key, rules):
             continue
         old, new = redact(fa.get(key), key), redact(fb.get(key), key)
         if key not in fa:
@@ -123,6 +125,9 @@ class DiffResult:
     verdict: str
     verdict_note: str | None
     available_metrics: dict[str, list[str]]
+    a_label: str = ""
+    b_label: str = ""
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(asdict(self))
@@ -246,6 +251,8 @@ def run_diff(
     for label, arm in (("A", a), ("B", b)):
         for note in arm.primary.fidelity:
             warnings.append(f"{label} ({arm.name}): {note}")
+        for note in arm.notes:
+            warnings.append(f"{label} ({arm.name}): {note}")
     changes = config_diff(a.primary, b.primary)
     collapsed = len(changes) > CONFIG_COLLAPSE_AT and not all_keys
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
@@ -307,7 +314,16 @@ def run_diff(
         verdict=verdict,
         verdict_note=note,
         available_metrics=available,
+        a_label=a.label,
+        b_label=b.label,
+        arms={side: _arm_info(arm) for side, arm in (("A", a), ("B", b))},
     )
+
+
+def _arm_info(arm: Arm) -> dict[str, Any]:
+    """Who is in an arm and which rule put them there (docs/diff.md, Arms)."""
+    return {"label": arm.label, "members": arm.members, "members_full": arm.members_full,
+            "n": arm.n, "how": arm.how, "runs": [r.address for r in arm.seeds]}
 
 
 def _top_changes(changes: list[ConfigChange], k: int) -> list[ConfigChange]:

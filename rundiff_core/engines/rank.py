@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Run
+from .arms import Grouping
 from .jsonable import jsonable
 from .runset import (
     Anomaly,
@@ -89,9 +90,10 @@ def rank_metric(groups: list[Group], metric: str, goal: str | None = None, align
 
 def run_rank(
     runs: list[Run], *, metrics: list[str] | None = None, goal: str | None = None,
-    group_seeds: bool = True, align: str = "nearest",
+    group_seeds: bool = True, align: str = "nearest", grouping: Grouping | None = None,
 ) -> RankResult:
-    groups = seed_groups(runs, group_seeds=group_seeds)
+    """Rank the runs' arms (engines.arms; `grouping` carries --group-by/--no-seeds)."""
+    groups = seed_groups(runs, group_seeds=group_seeds, grouping=grouping)
     chosen = shared_metrics(runs, metrics)
     rankings = [rank_metric(groups, m, goal, align) for m in chosen]
     single = all(g.n < 2 for g in groups)

@@ -15,11 +15,11 @@ import numpy as np
 
 from ..model import Run
 from ..redact import redact
-from .diff import SEED_KEYS
+from .arms import Grouping, is_identity_key, is_seed_key
 from .jsonable import jsonable
 from .rank import RankResult, run_rank
 from .roles import classify
-from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at
+from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at  # noqa: F401
 from .stats import goal_for
 
 
@@ -59,14 +59,19 @@ class ExperimentReport:
         return jsonable(self)
 
 
-def _modal_config(runs: list[Run]) -> dict[str, Any]:
+def _configured(run: Run, grouping: Grouping) -> dict[str, Any]:
+    """The run's flat config without the arm rule's seed and run-identity keys."""
+    rules = grouping.rules
+    return {k: v for k, v in run.flat_config.items()
+            if not is_seed_key(k, rules) and not is_identity_key(k, rules)}
+
+
+def _modal_config(runs: list[Run], grouping: Grouping) -> dict[str, Any]:
     """Per key, the most common value: rows then show only how a run departs from it."""
     counts: dict[str, Counter[str]] = {}
     values: dict[tuple[str, str], Any] = {}
     for r in runs:
-        for k, v in r.flat_config.items():
-            if SEED_KEYS.search(k):
-                continue
+        for k, v in _configured(r, grouping).items():
             rep = repr(v)
             counts.setdefault(k, Counter())[rep] += 1
             values[(k, rep)] = v
@@ -87,21 +92,23 @@ def _date_range(runs: list[Run]) -> tuple[str | None, str | None]:
     return (_date(lo), _date(hi)) if math.isfinite(lo) else (None, None)
 
 
-def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> ExperimentReport:
+def build_report(runs: list[Run], *, metrics: list[str] | None = None,
+                 grouping: Grouping | None = None) -> ExperimentReport:
     # by name first: the same runs read through another backend (a fleet dataset) keep their order,
     # so ties resolve the same way
+    grouping = grouping or Grouping()
     runs = sorted(runs, key=lambda r: (r.name, r.address))
-    ranking: RankResult = run_rank(runs, metrics=metrics)
+    ranking: RankResult = run_rank(runs, metrics=metrics, grouping=grouping)
     primary = ranking.metrics[0]
     shared = sorted(set.intersection(*(set(r.metric_keys()) for r in runs))) if runs else []
     proxy = [m for m in shared if classify(m).group == "proxy"]
     downstream = [m for m in shared if classify(m).group == "downstream"]
     step = primary.step
-    modal = _modal_config(runs)
+    modal = _modal_config(runs, grouping)
     rows = []
     at = {m: common_step(runs, m) for m in (*proxy, *downstream)}  # once, not once per run
     for r in runs:
-        flat = {k: v for k, v in r.flat_config.items() if not SEED_KEYS.search(k)}
+        flat = _configured(r, grouping)
         cdiff = {k: redact(flat.get(k), k) for k in sorted(set(flat) | set(modal))
                  if flat.get(k) != modal.get(k)}
         rows.append(ResultRow(

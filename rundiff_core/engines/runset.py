@@ -1,9 +1,8 @@
-"""What the many-run commands share: loading with progress, seed groups, the common step,
+"""What the many-run commands share: loading with progress, arms (engines.arms), the common step,
 values at that step, GPU hours and anomalies. Same honesty rules as `diff` and `compare`."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -17,7 +16,7 @@ import numpy as np
 from ..errors import MetricNotFoundError
 from ..model import Run
 from .align import slice_at
-from .diff import SEED_KEYS
+from .arms import Grouping, arm_for_ref, arms_of, attach
 from .stats import bootstrap_ci, goal_for, robust_spikes, sample_std
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
@@ -26,21 +25,32 @@ RUNTIME_KEYS = ("_runtime", "runtime", "duration", "elapsed", "train_runtime", "
 
 
 def load_sources(
-    sources: Sequence[str], *, progress: bool | None = None, histories: bool = True
+    sources: Sequence[str], *, progress: bool | None = None, histories: bool = True,
+    arms: Grouping | None = None,
 ) -> list[Run]:
     """Every run of every address, histories loaded on a small thread pool (the parsers release
-    the GIL), with a rich progress bar on a terminal when there are many runs."""
+    the GIL), with a rich progress bar on a terminal when there are many runs. With `arms`, an
+    address naming one run brings the other seeds of its arm (engines.arms) too."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..resolve import open_source
 
     opened = [(raw, open_source(raw)) for raw in sources]
-    refs = [(src, ref) for _raw, src in opened for ref in src.list_runs()]
+    refs: list[Any] = []
+    for raw, src in opened:
+        listed = src.list_runs()
+        if arms is not None and arms.seeds and len(listed) == 1:
+            refs += arm_for_ref(src, listed[0], arms, address=raw).seeds
+        else:
+            refs += [(src, ref) for ref in listed]
     show = (sys.stderr.isatty() if progress is None else progress) and len(refs) >= 20
 
-    def load(item: tuple[Any, Any]) -> Run:
-        src, ref = item
-        run = src.load_run(ref)
+    def load(item: Any) -> Run:
+        if isinstance(item, Run):  # already loaded as a seed of a named run's arm
+            run = item
+        else:
+            src, ref = item
+            run = attach(src, ref, src.load_run(ref))
         if histories:
             run.history()
         return run
@@ -52,7 +62,7 @@ def load_sources(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = pool.map(load, refs)
         if not show:
-            return list(results)
+            return _unique(results)
         from rich.progress import Progress
 
         runs: list[Run] = []
@@ -61,55 +71,39 @@ def load_sources(
             for run in results:
                 runs.append(run)
                 bar.advance(task)
-        return runs
+        return _unique(runs)
 
 
-def config_key(run: Run) -> str:
-    """The run's config without seed keys: runs sharing it are seeds of one group."""
-    flat = {k: v for k, v in run.flat_config.items() if not SEED_KEYS.search(k)}
-    return json.dumps(flat, sort_keys=True, default=str)
+def _unique(runs: Iterable[Run]) -> list[Run]:
+    """Each run once (two named seeds of one arm bring each other), in first-seen order."""
+    seen: dict[str, Run] = {}
+    for run in runs:
+        seen.setdefault(run.address, run)
+    return list(seen.values())
 
 
 @dataclass
 class Group:
-    """Runs whose configs differ only by a seed key (or a single run)."""
+    """One arm of a many-run command: its label (engines.arms' labeller) and its runs."""
 
     label: str
     runs: list[Run]
+    how: str = "one run"
 
     @property
     def n(self) -> int:
         return len(self.runs)
 
 
-def _group_label(runs: Sequence[Run]) -> str:
-    if len(runs) == 1:
-        return runs[0].name
-    names = [r.name for r in runs]
-    prefix = os.path.commonprefix(names).rstrip("-_/.")
-    stripped = re.sub(r"([/_-]?seed[-_]?)$", "", prefix, flags=re.I)
-    base = stripped or names[0]
-    return f"{base} ({len(runs)} seeds)"
-
-
-def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True) -> list[Group]:
-    """Group runs by config-without-seed, keeping first-seen order; labels are full names."""
-    if not group_seeds:
-        return [Group(r.name, [r]) for r in runs]
-    buckets: dict[str, list[Run]] = {}
-    for run in runs:
-        has_config = bool(run.flat_config)
-        key = config_key(run) if has_config else f"__single__{run.address}"
-        buckets.setdefault(key, []).append(run)
-    groups = [Group(_group_label(rs), rs) for rs in buckets.values()]
-    seen: dict[str, int] = {}
-    for g in groups:  # labels must be unique to be traceable
-        if g.label in seen:
-            seen[g.label] += 1
-            g.label = f"{g.label} [{seen[g.label]}]"
-        else:
-            seen[g.label] = 1
-    return groups
+def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True,
+                grouping: Grouping | None = None) -> list[Group]:
+    """The runs' arms (engines.arms: declared siblings, else equal configs in one collection, else
+    alone; `grouping` carries --group-by/--no-seeds), first-seen order, unique labels."""
+    if grouping is None:
+        grouping = Grouping() if group_seeds else Grouping(seeds=False)
+    elif not group_seeds:
+        grouping = Grouping(seeds=False, rules=grouping.rules)
+    return [Group(a.label, a.seeds, a.how) for a in arms_of(runs, grouping)]
 
 
 def last_step(run: Run, metric: str) -> float:

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class RunCheck:
     age_seconds: float | None
     alive: bool
     alerts: list[Alert] = field(default_factory=list)
+    arm: str = ""  # the arm the run belongs to (engines.arms' label)
+    arm_size: int = 1
 
 
 @dataclass
@@ -123,8 +126,12 @@ def _freshness(run: Run, now: float) -> float | None:
 def check_run(
     run: Run, previous: dict[str, Any], *, now: float, stale_after: float,
     baseline: Run | None = None, divergence: float = 0.1,
+    baseline_seeds: Sequence[Run] | None = None, baseline_label: str | None = None,
 ) -> tuple[RunCheck, dict[str, Any]]:
-    """One run's health since the previous check; returns the check and the new state."""
+    """One run's health since the previous check; returns the check and the new state.
+
+    With `baseline_seeds` (the baseline's arm) the divergence reference is the mean of the seeds
+    that reached the run's step, not one seed."""
     h = run.history()
     prev_step = previous.get("last_step")
     last = float(h["step"].max()) if len(h) else None
@@ -165,13 +172,20 @@ def check_run(
                 continue
             kh = h[h["key"].astype(str) == key]
             s_step = float(kh["step"].max())
-            bh = baseline.history([key])
-            b = slice_at(bh["step"].to_numpy(), bh["value"].to_numpy(), s_step)
+            seeds = [r for r in (baseline_seeds or [baseline]) if key in r.metric_keys()]
+            slices = [slice_at(bh["step"].to_numpy(), bh["value"].to_numpy(), s_step)
+                      for bh in (r.history([key]) for r in seeds)]
+            reached = [b for b in slices if b.reached and math.isfinite(b.value)]
+            if not reached:
+                continue
+            b_value = float(np.mean([b.value for b in reached]))
             v = float(kh["value"].to_numpy()[-1])
-            if b.reached and math.isfinite(v) and b.value != 0 and (v - b.value) / abs(b.value) > divergence:
+            name = baseline_label or baseline.name
+            ref = f"{b_value:.4g}" if len(reached) == 1 else f"{b_value:.4g} (mean of {len(reached)} seeds)"
+            if math.isfinite(v) and b_value != 0 and (v - b_value) / abs(b_value) > divergence:
                 alerts.append(Alert(run.name, run.address, "diverged",
-                                    f"{key} {v:.4g} vs baseline {baseline.name} {b.value:.4g} at step "
-                                    f"{b.x_used:g} (+{(v - b.value) / abs(b.value):.0%})", s_step))
+                                    f"{key} {v:.4g} vs baseline {name} {ref} at step "
+                                    f"{reached[0].x_used:g} (+{(v - b_value) / abs(b_value):.0%})", s_step))
     prev_status = previous.get("status")
     if run.status in ("finished", "crashed") and prev_status not in ("finished", "crashed"):
         alerts.append(Alert(run.name, run.address, run.status, f"run {run.status} at step {last}", last))

@@ -74,7 +74,8 @@ RUNS_SCHEMA = pa.schema(
         pa.field("start_time", pa.float64()),  # min wall_time (Unix seconds), null when none
         pa.field("end_time", pa.float64()),
         pa.field("siblings", pa.list_(pa.string())),  # run_uids the adapter calls seeds of this arm
-        pa.field("seed_group", pa.string()),  # derived: smallest run_uid of the connected siblings
+        pa.field("collection", pa.string()),  # where the run's equal-config seeds are searched
+        pa.field("seed_group", pa.string()),  # derived: smallest run_uid of the run's arm
         pa.field("fingerprint", pa.string()),  # cheap change detector (files / tracker stamp)
         pa.field("content_hash", pa.string()),  # hash of the exported history
         pa.field("exported_at", pa.timestamp("ms", tz="UTC")),
@@ -186,6 +187,7 @@ def run_row(
     content_hash: str | None,
     siblings: list[str],
     exported_at: _dt.datetime,
+    collection: str | None = None,
 ) -> dict[str, Any]:
     """One runs-table row (base columns) from a loaded Run; every value is already redacted."""
     from ..redact import redact
@@ -217,6 +219,7 @@ def run_row(
         "start_time": history_stats.get("start_time"),
         "end_time": history_stats.get("end_time"),
         "siblings": sorted(siblings),
+        "collection": None if collection is None else redact(collection),
         "seed_group": None,
         "fingerprint": fingerprint,
         "content_hash": content_hash,
@@ -287,31 +290,32 @@ def flattened_columns(
 
 
 def seed_groups(rows: list[Mapping[str, Any]]) -> dict[str, str]:
-    """run_uid → seed group: the smallest run_uid among runs linked through `siblings`.
+    """run_uid → seed group: the smallest run_uid of the run's arm, by the one arm rule
+    (engines.arms): declared `siblings`, else equal configs within one `collection`.
 
     Derived over the whole table at write time, so a seed exported later joins its old siblings
-    without rewriting them. Runs with no sibling get no group.
+    without rewriting them. Runs alone in their arm get no group.
     """
-    parent: dict[str, str] = {}
+    from ..engines.arms import group_runs
 
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    present = {r["run_uid"] for r in rows}
+    address = {r["run_uid"]: r.get("address") or r["run_uid"] for r in rows}
+    runs = []
     for r in rows:
-        for other in r.get("siblings") or ():
-            if other in present and other != r["run_uid"]:
-                a, b = find(r["run_uid"]), find(other)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-    groups: dict[str, list[str]] = {}
-    for uid in present:
-        groups.setdefault(find(uid), []).append(uid)
-    return {uid: min(members) for members in groups.values() if len(members) > 1 for uid in members}
+        run = Run(address=address[r["run_uid"]], name=str(r.get("name") or r["run_uid"]),
+                  run_id=str(r.get("run_id") or r["run_uid"]), adapter=str(r.get("source") or ""),
+                  config=from_json(r.get("config_json"), {}) or {},
+                  meta=from_json(r.get("meta_json"), {}) or {})
+        coll = r.get("collection")
+        run.collection = coll if coll else f"{run.address} (alone)"
+        run.declared_siblings = tuple(address[u] for u in r.get("siblings") or () if u in address)
+        runs.append(run)
+    uid_of = {a: u for u, a in address.items()}
+    out: dict[str, str] = {}
+    for members, _how in group_runs(runs):
+        if len(members) > 1:
+            uids = [uid_of[m.address] for m in members]
+            out.update(dict.fromkeys(uids, min(uids)))
+    return out
 
 
 def runs_table(rows: Iterable[Mapping[str, Any]], **flat_options: Any) -> pa.Table:

@@ -123,12 +123,21 @@ def _history_stats(history: pd.DataFrame) -> dict[str, Any]:
 
 
 def _siblings(source: Any, ref: RunRef) -> list[str]:
-    try:
-        refs = source.seed_siblings(ref) if hasattr(source, "seed_siblings") else [ref]
-    except Exception:  # sibling discovery is a nicety; never fail the run for it
-        return []
-    uids = sorted({uid_of(r.address) for r in refs})
+    """uids of the seed siblings the source declares (engines.arms rule 1); [] when none."""
+    from ..engines.arms import declared_siblings
+
+    uids = sorted({uid_of(r.address) for r in declared_siblings(source, ref)})
     return uids if len(uids) > 1 else []
+
+
+def _collection(source: Any, ref: RunRef) -> str | None:
+    """The collection searched for equal-config seeds (engines.arms rule 2); None: none."""
+    from ..engines.arms import collection_of
+
+    try:
+        return collection_of(source, ref)
+    except Exception:  # noqa: BLE001 - a nicety; never fail the run for it
+        return None
 
 
 def export_run(
@@ -163,7 +172,7 @@ def export_run(
         chash = content_hash(history)
         row = run_row(run, input_address=task.input, history_stats=_history_stats(history),
                       fingerprint=fp, content_hash=chash, siblings=_siblings(source, task.ref),
-                      exported_at=exported_at)
+                      exported_at=exported_at, collection=_collection(source, task.ref))
         result.row, result.n_points = row, row["n_points"]
         if (not full and before is not None and before.content_hash == chash
                 and before.source == run.adapter):

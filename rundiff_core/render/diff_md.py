@@ -14,7 +14,12 @@ MAX_SPIKES_SHOWN = 6
 def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
     out: list[str] = [f"# Runs diff: {r.a_name} vs {r.b_name}", ""]
     out.append(f"A = {r.a_address}  ")
-    out.append(f"B = {r.b_address}")
+    out.append(f"B = {r.b_address}" + ("  " if r.arms else ""))
+    for side in ("A", "B") if r.arms else ():
+        arm = r.arms[side]
+        named = f" — {arm['label']}" if arm["label"] != arm["members"] else ""
+        how = "" if arm["how"] == "one run" else f" ({arm['how']})"
+        out.append(f"arm {side}: {arm['members']}{named}{how}" + ("  " if side == "A" else ""))
     if r.warnings:
         out.append("")
         shown = r.warnings[:4]

@@ -54,14 +54,12 @@ def markdown_to_html(text: str) -> str:
     return "\n".join(out)
 
 
-def render_report_html(rep, runs: Sequence[Run]) -> str:  # noqa: ANN001 - ExperimentReport
-    from ..engines.arms import Arm
+def render_report_html(rep, runs: Sequence[Run], grouping=None) -> str:  # noqa: ANN001 - ExperimentReport, Grouping
+    from ..engines.arms import arms_of
     from ..engines.compare import run_compare
-    from ..engines.runset import seed_groups
     from .compare_html import render_compare_html
 
-    groups = seed_groups(list(runs))
-    arms = [Arm(address=g.runs[0].address, primary=g.runs[0], seeds=g.runs) for g in groups]
+    arms = arms_of(list(runs), grouping)
     metrics = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
     result = run_compare(arms, metrics=metrics, curves=True)
     page = render_compare_html(result)

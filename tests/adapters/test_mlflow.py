@@ -546,24 +546,31 @@ def _write_seed_sweep(uri: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_seed_siblings_are_runs_differing_only_by_seed(kind, tmp_path, capsys):
+def test_an_arm_is_the_runs_of_its_experiment_differing_only_by_seed(kind, tmp_path, capsys):
+    from rundiff_core.engines.arms import load_arm
+
     base = tmp_path / kind
     base.mkdir()
     path = str(base / "mlruns") if kind == "file" else str(base / "mlflow.db")
     ids = _write_seed_sweep("file://" + path if kind == "file" else "sqlite:///" + path)
     source = open_source(_address(path, ids["a0"]))
     (ref,) = source.list_runs()
-    assert sorted(r.run_id for r in source.seed_siblings(ref)) == sorted(
-        ids[k] for k in ("a0", "a1", "a2"))  # not b*, not the seedless run, not the deleted one
-    plain = open_source(_address(path, ids["plain"]))
-    assert [r.run_id for r in plain.seed_siblings(plain.list_runs()[0])] == [ids["plain"]]
+    assert source.seed_siblings(ref) == [ref]  # MLflow declares none: the arm rule finds them
+    arm = load_arm(_address(path, ids["a0"]))
+    # one rule for every backend: the experiment's runs whose params are equal once seed keys are
+    # removed — a seedless repeat of the same params too (old rule: "needs a seed param") — never
+    # b* (another lr) and never the deleted run
+    assert sorted(r.run_id for r in arm.seeds) == sorted(ids[k] for k in ("a0", "a1", "a2", "plain"))
+    assert arm.how.startswith("equal config in mlflow:")
 
     assert main(["diff", _address(path, ids["a0"]), _address(path, ids["b0"]), "--metric", "loss",
                  "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    # "clearly better" is only said with N>=3 seeds per arm: the siblings made it possible
+    # "clearly better" is only said with N>=3 seeds per arm: the arm rule made it possible
     assert report["verdict"] == "B clearly better (Δ outside 2σ across N>=3 seeds)"
+    assert report["variance_a"]["n"] == 4 and report["variance_b"]["n"] == 3
+    assert report["a_label"] == "lr=0.1" and report["b_label"] == "lr=0.2"
     text = json.dumps(report)
-    for label in ("a1", "a2", "b1", "b2"):
+    for label in ("a1", "a2", "b1", "b2", "plain"):
         assert ids[label] in text  # every seed is traceable to its run id
-    assert ids["plain"] not in text and ids["gone"] not in text
+    assert ids["gone"] not in text

@@ -193,7 +193,8 @@ def test_a_folder_of_runs_splits_into_seed_group_arms(runs, capsys):
     d = json.loads(out)
     arms = sorted((b["label"].rsplit("runs/", 1)[-1], b["n_seeds"])
                   for b in [d["student"], *d["baselines"]])
-    assert arms == [("imagenet-resnet50-baseline-bs256", 3), ("imagenet-resnet50-coarse-logging", 1),
+    assert arms == [("imagenet-resnet50-baseline-bs256/seed-0…2 (3 seeds)", 3),
+                    ("imagenet-resnet50-coarse-logging", 1),
                     ("imagenet-resnet50-distill-from-vit-l/seed-0", 1)]
     code, out, _ = _run(["compare", str(runs), "--no-seeds", "--format", "json"], capsys)
     assert code == 0 and len(json.loads(out)["baselines"]) == 4

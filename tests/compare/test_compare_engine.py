@@ -114,7 +114,7 @@ def test_seed_groups_give_mean_sigma_and_n_single_runs_are_single_seed():
     student = mem("runs/exp-new/seed-0", {"loss": (steps[:51], 2.2 - steps[:51] / 100)},
                   status="running")
     r = run_compare([arm(*seeds), arm(student)])
-    row = _row(r, "loss", "runs/exp-baseline")
+    row = _row(r, "loss", "runs/exp-baseline/seed-0…2 (3 seeds)")
     values = [2 - 50 / 100 + 0.1 * i for i in range(3)]
     assert row.n == 3 and not row.single_seed
     assert row.value == pytest.approx(np.mean(values))
@@ -128,7 +128,7 @@ def test_a_seed_that_did_not_reach_the_step_is_left_out_and_said_so():
              mem("exp/seed-1", {"loss": linear(range(0, 30), 3, 0)})]
     student = mem("other/seed-0", {"loss": linear(range(0, 60), 2, 0)}, status="running")
     r = run_compare([arm(*seeds), arm(student)])
-    row = _row(r, "loss", "exp")
+    row = _row(r, "loss", "exp/seed-0…1 (2 seeds)")
     assert row.n == 1 and row.n_seeds == 2 and row.value == pytest.approx(1.0)
     assert "1 of 2 seeds reached step 59" in row.note
 

@@ -145,7 +145,7 @@ def test_report_renders_in_headless_chromium(tmp_path, chromium):
     for p in plots:
         assert p["n"] == 6 and p["drawn"] == 6, p
         assert "runs/exp-distill-vit-l/seed-0 (student)" in p["names"]
-        assert "runs/exp-baseline-bs256 mean ± σ" in p["names"]
+        assert "runs/exp-baseline-bs256/seed-0…2 (3 seeds) mean ± σ" in p["names"]
         assert "runs/exp-higher-lr-bs256/seed-0" in p["names"]
     assert tables == sum(len(m.rows) for m in r.metrics)
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(float)

@@ -36,7 +36,9 @@ def test_rank_best_group_with_ci_and_holm(sweep, capsys):
     m = data["metrics"][0]
     assert m["metric"] == "loss" and m["goal"] == "min" and m["step"] == 200
     best = m["order"][0]
-    assert best["label"].endswith("csv/b (3 seeds)") and best["n"] == 3
+    # arms are named by the config that tells them apart (the one labeller, engines.arms)
+    assert best["label"] == "lr=0.2" and best["n"] == 3
+    assert {p["address"].rsplit("/", 1)[-1] for p in best["points"]} == {"b-seed-0", "b-seed-1", "b-seed-2"}
     lo, hi = best["ci"]
     assert lo <= best["mean"] <= hi
     assert all(p["step_used"] == 200 for s in m["order"] for p in s["points"])
@@ -54,7 +56,8 @@ def test_rank_uses_the_common_step_not_final_values(tmp_path):
     result = run_rank(load_sources([str(tmp_path)]), metrics=["loss"])
     m = result.metrics[0]
     assert m.step == 200
-    long_group = next(s for s in m.order if "long" in s.label)
+    long_group = next(s for s in m.order if "/long/" in s.points[0].address)
+    assert long_group.label == "lr=0.1"
     assert long_group.points[0].step_used == 200
     full = load_sources([str(tmp_path / "long")])[0].history(["loss"])
     final = float(full["value"].iloc[-1])
@@ -89,7 +92,7 @@ def test_ablate_deltas_and_interaction(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     first, second = data["ablations"]
-    assert "lr" in first["label"] and first["changes"][0]["key"] == "lr"  # larger impact first
+    assert first["label"] == "lr=0.2, width=128" and first["changes"][0]["key"] == "lr"  # larger impact first
     e = first["effects"][0]
     assert e["delta"] == pytest.approx(-0.05, abs=0.01) and e["se"] > 0 and e["n_baseline"] == 3
     inter = data["interactions"][0]
@@ -99,7 +102,8 @@ def test_ablate_deltas_and_interaction(tmp_path, capsys):
     data = json.loads(cli(capsys, "ablate", "--baseline", str(tmp_path / "base"), str(tmp_path / "lr"),
                           str(tmp_path / "wide"), str(tmp_path / "both"), "--metric", "loss", "--format", "json")[1])
     inter = data["interactions"][0]
-    deltas = {a["label"].split("/")[-1].split(" ")[0]: a["effects"][0]["delta"] for a in data["ablations"]}
+    folder = {"lr=0.2, width=128": "lr", "lr=0.1, width=256": "wide", "lr=0.2, width=256": "both"}
+    deltas = {folder[a["label"]]: a["effects"][0]["delta"] for a in data["ablations"]}
     assert inter["term"] == pytest.approx(deltas["both"] - deltas["lr"] - deltas["wide"])
 
 

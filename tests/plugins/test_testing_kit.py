@@ -160,7 +160,8 @@ def test_the_contract_fails_a_sloppy_adapter(tmp_path):
         pytest_plugins = ["rundiff_core.testing"]
         assert get_plugins().add(sloppy_plugin, name="sloppy")
     '''))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path),
+                                                                   os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", str(tmp_path)],
         capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300,
@@ -173,4 +174,4 @@ def test_the_contract_fails_a_sloppy_adapter(tmp_path):
         "test_read_only",  # wrote .cache into the run
         "test_corrupt_input_is_typed_or_counted",  # ValueError traceback
     }, proc.stdout[-3000:]
-    assert "4 failed, 6 passed" in proc.stdout  # sniffing, listing, ids, foreign paths are fine
+    assert "4 failed, 7 passed" in proc.stdout  # sniffing, listing, ids, foreign paths, arm hooks are fine

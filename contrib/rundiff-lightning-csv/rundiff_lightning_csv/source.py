@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -17,14 +16,12 @@ from rundiff_core import (
     RunRef,
     empty_history,
     filter_keys,
-    flatten,
+    seed_of,
 )
 
 from . import NAME, SCHEMES
 from .layout import HPARAMS, METRICS, find_version_dirs, is_version_dir
 from .reader import read_hparams, read_metrics
-
-SEED_KEYS = ("seed", "manualseed", "randomseed", "globalseed")
 
 
 class LightningCSVSource(BaseSource):
@@ -64,6 +61,10 @@ class LightningCSVSource(BaseSource):
         return RunRef(run_id=run_id, address=f"{SCHEMES[0]}:{path}",
                       name=f"{parent}/{os.path.basename(path)}" if parent else path)
 
+    def collection(self, ref: RunRef) -> str | None:
+        """The version folder's parent (`lightning_logs/`), where rundiff looks for its seeds."""
+        return f"{SCHEMES[0]}:{os.path.dirname(self._dir(ref))}"
+
     def _dir(self, ref: RunRef) -> str:
         path = ref.address.split(":", 1)[1] if ":" in ref.address else ref.address
         if not is_version_dir(path):
@@ -90,7 +91,7 @@ class LightningCSVSource(BaseSource):
             config=config,
             summary={},
             status="unknown",
-            seed=_seed(config),
+            seed=seed_of(config, path),
             fidelity=notes,
             meta={"path": path, "has_metrics": has_metrics},
         )
@@ -104,15 +105,3 @@ class LightningCSVSource(BaseSource):
         frame = filter_keys(frame, keys)
         frame.attrs["fidelity"] = notes
         return frame
-
-
-def _seed(config: dict[str, Any]) -> int | None:
-    """The run's seed from hparams (`seed`, `manual_seed`, `opt.manualSeed`…), shallowest first."""
-    flat = flatten(config)
-    for key in sorted(flat, key=lambda k: (k.count("."), k)):
-        leaf = key.rsplit(".", 1)[-1].replace("_", "").replace("-", "").lower()
-        value = flat[key]
-        if leaf in SEED_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
-            if float(value).is_integer():
-                return int(value)
-    return None
