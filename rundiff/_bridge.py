@@ -47,11 +47,11 @@ def load_runs(address: str) -> list[Any]:
     return runs
 
 
-def load_sources(addresses: Sequence[str]) -> list[Any]:
+def load_sources(addresses: Sequence[str], arms: Any = None) -> list[Any]:
     """Runs for `rank`/`ablate` (as the CLI; no progress bar: the API prints nothing)."""
     from rundiff_core.engines.runset import load_sources as _load_sources
 
-    runs = _load_sources(list(addresses), progress=False)
+    runs = _load_sources(list(addresses), progress=False, arms=arms)
     _checked(r.address for r in runs)
     return runs
 
@@ -62,10 +62,18 @@ def default_addresses() -> list[str]:
     return _default()
 
 
+def grouping(seeds: bool = True, group_by: Sequence[str] | None = None) -> Any:
+    """The arm rule the CLI's `--no-seeds` / `--group-by` ask for (commands/arm_options.py)."""
+    from rundiff_core.engines.arms import Grouping
+
+    return Grouping.from_options(no_seeds=not seeds, group_by=list(group_by or []),
+                                 project_file=None)
+
+
 def load_arm(address: str, *, siblings: bool) -> Any:
     from rundiff_core.engines.arms import load_arm as _load_arm
 
-    arm = _load_arm(address, siblings=siblings)
+    arm = _load_arm(address, grouping=grouping(siblings))
     _checked([arm.primary.address, *(r.address for r in arm.seeds)])
     return arm
 
@@ -73,7 +81,7 @@ def load_arm(address: str, *, siblings: bool) -> Any:
 def resolve_arms(addresses: Sequence[str], student: str | None, siblings: bool) -> tuple[list[Any], int | None]:
     from rundiff_core.commands.compare import resolve_arms as _resolve_arms
 
-    arms, student_index = _resolve_arms(list(addresses), student, siblings)
+    arms, student_index = _resolve_arms(list(addresses), student, grouping=grouping(siblings))
     _checked(r.address for arm in arms for r in [arm.primary, *arm.seeds])
     return arms, student_index
 
@@ -82,10 +90,14 @@ def resolve_arms(addresses: Sequence[str], student: str | None, siblings: bool) 
 def run_diff(a: str, b: str, *, metric: str, goal: str | None, stat: str, all_keys: bool,
              seeds: bool) -> Any:
     """`rundiff diff A B` (commands/diff.py)."""
+    from rundiff_core.engines.arms import label_arms, overlapping, split_to_runs
     from rundiff_core.engines.diff import run_diff as _run_diff
 
     arm_a = load_arm(a, siblings=seeds)
     arm_b = load_arm(b, siblings=seeds)
+    if overlapping(arm_a, arm_b):  # two seeds of one arm: compared run to run, as the CLI does
+        arm_a, arm_b = split_to_runs([arm_a, arm_b])
+    label_arms([arm_a, arm_b], grouping(seeds))
     return _run_diff(arm_a, arm_b, metric=metric, goal=goal, statistic=stat, all_keys=all_keys)
 
 
@@ -113,9 +125,10 @@ def run_rank(addresses: Sequence[str], *, metrics: Sequence[str] | None, goal: s
     """`rundiff rank SRC…` (commands/rank.py); no address means project detection, as there."""
     from rundiff_core.engines.rank import run_rank as _run_rank
 
-    runs = load_sources(list(addresses) or default_addresses())
+    rule = grouping(seed_groups)
+    runs = load_sources(list(addresses) or default_addresses(), arms=rule)
     return _run_rank(runs, metrics=list(metrics) if metrics else None, goal=goal,
-                     group_seeds=seed_groups, align=align)
+                     grouping=rule, align=align)
 
 
 def run_ablate(sources: Sequence[str], *, baseline: str, metrics: Sequence[str] | None,
@@ -123,9 +136,11 @@ def run_ablate(sources: Sequence[str], *, baseline: str, metrics: Sequence[str] 
     """`rundiff ablate --baseline B SRC…` (commands/ablate.py)."""
     from rundiff_core.engines.ablate import run_ablate as _run_ablate
 
+    rule = grouping(True)
     arm = load_arm(baseline, siblings=True)
-    runs = load_sources(sources)
-    return _run_ablate(arm.seeds, runs, metrics=list(metrics) if metrics else None, goal=goal)
+    runs = load_sources(sources, arms=rule)
+    return _run_ablate(arm.seeds, runs, metrics=list(metrics) if metrics else None, goal=goal,
+                       grouping=rule)
 
 
 def run_trajectories(runs: Sequence[str], *, baseline: str | None, repeats: dict[str, Sequence[str]],
