@@ -17,12 +17,14 @@ from .result import (
     Cell,
     CompareResult,
     Curve,
+    FamilySummary,
     MetricComparison,
     Row,
+    Skipped,
     Trend,
 )
 
 __all__ = [
     "SCHEMA", "STATES", "TREND_STATUSES", "ArmInfo", "Band", "Cell", "CompareResult", "Curve",
-    "MetricComparison", "Row", "Trend", "run_compare",
+    "FamilySummary", "MetricComparison", "Row", "Skipped", "Trend", "run_compare",
 ]

@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import UsageError
+from ...model import Run
 from ..align import ALIGN_MODES, axis_from_key, first_decrease, relative_wall_time
 from ..arms import Arm
 from ..metricnames import NameResolution, resolve_names
 from ..roles import GroupRules
+from ..selection import expand, is_glob, natural_key, natural_sorted
 from ..stats import goal_for
 from .alignment import (
     WALL_AXES,
@@ -35,8 +37,9 @@ from .alignment import (
     _row,
     _Series,
 )
-from .prose import _conclusion, _describe_mapped
-from .result import ArmInfo, CompareResult, MetricComparison
+from .prose import _conclusion, _describe_mapped, trend_lines
+from .result import ArmInfo, CompareResult, MetricComparison, Skipped
+from .selection import select
 from .trend import _trend
 
 
@@ -86,6 +89,7 @@ def run_compare(
     goals: Mapping[str, str] | None = None,
     last_k: int = 10,
     curves: bool = False,
+    show_all: bool = False,
 ) -> CompareResult:
     """Compare arms at the student's current x; see the module docstring for the rules."""
     if len(arms) < 2:
@@ -109,7 +113,8 @@ def run_compare(
 
     # 1. Which keys to load, and under which names to compare them.
     all_runs = [r for a in arms for r in a.seeds]
-    asked = list(metrics) if metrics else None
+    declared = [m for m in (metrics or ()) if not is_glob(m)]
+    asked = _expand_globs(list(metrics), all_runs) if metrics else None
     if asked is not None:
         asked += [n for n in rules.explicit_names() if n not in asked]
     elif rules.explicit_names():
@@ -128,14 +133,16 @@ def run_compare(
         required=primaries,
     )
     not_compared: list[str] = []
+    skipped: list[Skipped] = []
     decisions = {m: rules.classify(m, names.keys[m].values()) for m in names.keys}
     if asked is not None:
         metric_names = list(names.metrics)
     else:  # every name class except diagnostics; narrowed to the student's once it is known
         metric_names = []
-        for m in sorted(names.keys):
+        for m in natural_sorted(names.keys):
             if decisions[m].group == "diagnostic":
                 not_compared.append(f"{m} (diagnostic: {decisions[m].reason}; name it with --metric)")
+                skipped.append(Skipped(m, "diagnostic", decisions[m].reason))
             else:
                 metric_names.append(m)
         if not metric_names:
@@ -206,7 +213,7 @@ def run_compare(
     s_arm = arms[si]
     if asked is None:
         metric_names = _default_metrics(arms, labels, si, metric_names, names, decisions,
-                                        not_compared)
+                                        not_compared, skipped)
         if not metric_names:
             _no_metric(arms, logged, names)
         current = [arm_x(a) for a in arms]
@@ -255,7 +262,9 @@ def run_compare(
             target=target, keys=dict(names.keys[m]), rows=rows, trends=trends, note=note,
         ))
     order = {"downstream": 1, "proxy": 0, "diagnostic": 2}
-    comparisons.sort(key=lambda c: order.get(c.group, 3))
+    comparisons.sort(key=lambda c: (order.get(c.group, 3), natural_key(c.metric)))
+    explicit = declared + [n for n in rules.explicit_names() if n not in declared]
+    shown, fams = select(comparisons, explicit, [labels[i] for i in range(len(arms)) if i != si])
 
     infos = [_arm_info(a, labels[i], "student" if i == si else "baseline", current[i])
              for i, a in enumerate(arms)]
@@ -276,7 +285,12 @@ def run_compare(
         conclusion=[],
         warnings=list(dict.fromkeys(warnings)),
         project_file=rules.project_file,
+        shown=shown,
+        families=fams,
+        skipped=skipped,
+        show_all=show_all,
     )
+    result.trend_lines = trend_lines(result)
     result.conclusion = _conclusion(result)
     if curves:
         result.curves, result.bands = _display_curves(arms, labels, si, metric_names, series)
@@ -285,7 +299,7 @@ def run_compare(
 
 def _default_metrics(arms: Sequence[Arm], labels: Sequence[str], si: int, candidates: list[str],
                      names: NameResolution, decisions: Mapping[str, Any],
-                     not_compared: list[str]) -> list[str]:
+                     not_compared: list[str], skipped: list[Skipped]) -> list[str]:
     """Metrics the student shares with a baseline, plus downstream ones a baseline logs."""
     def logs(arm: Arm, m: str) -> bool:
         return any(r.address in names.keys[m] for r in arm.seeds)
@@ -299,8 +313,10 @@ def _default_metrics(arms: Sequence[Arm], labels: Sequence[str], si: int, candid
         elif holders:
             not_compared.append(f"{m} (not logged by the student {labels[si]}; "
                                 f"logged by {', '.join(holders[:3])}; name it with --metric)")
+            skipped.append(Skipped(m, "not logged by the student", ", ".join(holders[:3])))
         else:
             not_compared.append(f"{m} (no baseline logs it)")
+            skipped.append(Skipped(m, "no baseline logs it", labels[si]))
     return selected
 
 
@@ -345,3 +361,16 @@ def _arm_info(arm: Arm, label: str, role: str, current_x: float) -> ArmInfo:
         seeds=[{"name": r.name, "address": r.address, "run_id": r.run_id, "adapter": r.adapter,
                 "seed": r.seed, "status": r.status} for r in arm.seeds],
     )
+
+
+def _expand_globs(metrics: list[str], runs: Sequence[Run]) -> list[str]:
+    """`--metric` globs (`'val/*'`) replaced by the keys any run logged, in natural order."""
+    if not any(is_glob(m) for m in metrics):
+        return metrics
+    logged = {k for r in runs for k in r.metric_keys()}
+    out, unmatched = expand(metrics, logged)
+    if unmatched:
+        raise UsageError(f"--metric {unmatched[0]} matches no logged key",
+                         hint="logged: " + ", ".join(natural_sorted(logged)[:12])
+                         + (" …" if len(logged) > 12 else ""))
+    return out

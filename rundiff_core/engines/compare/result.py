@@ -123,6 +123,36 @@ class Band:
 
 
 @dataclass
+class FamilySummary:
+    """Keys sharing a pattern (`val/ngram_<n>`) against one baseline, as one row."""
+
+    family: str
+    group: str
+    goal: str  # min | max | mixed
+    baseline: str
+    members: list[str]  # natural order
+    compared: int  # members with a value on both sides
+    student_better: int
+    baseline_better: int
+    ties: int
+    median_delta: float  # baseline − student, over compared members
+    min_delta: float
+    max_delta: float
+    worst: str | None  # the member furthest against the student
+    worst_delta: float
+    steps: list[float]  # distinct x every member was read at
+
+
+@dataclass
+class Skipped:
+    """A metric left out of the comparison, and why (grouped by `cause` in the text)."""
+
+    metric: str
+    cause: str  # diagnostic | not logged by the student | no baseline logs it
+    detail: str
+
+
+@dataclass
 class CompareResult:
     student: ArmInfo
     baselines: list[ArmInfo]
@@ -140,11 +170,26 @@ class CompareResult:
     conclusion: list[str]
     warnings: list[str]
     project_file: str | None = None
+    shown: list[str] = field(default_factory=list)  # metrics the text shows as rows
+    families: list[FamilySummary] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    trend_lines: list[str] = field(default_factory=list)  # shown metrics, one line per run pair
+    show_all: bool = False
     curves: dict[str, list[Curve]] = field(default_factory=dict, repr=False)
     bands: dict[str, list[Band]] = field(default_factory=dict, repr=False)
 
     def group(self, name: str) -> list[MetricComparison]:
         return [m for m in self.metrics if m.group == name]
+
+    def shown_group(self, name: str) -> list[MetricComparison]:
+        """A section's metrics the text shows as rows (all of them with `show_all`)."""
+        keep = set(self.shown)
+        return [m for m in self.group(name) if self.show_all or m.metric in keep]
+
+    @property
+    def hidden(self) -> int:
+        """Compared metrics not shown as their own row."""
+        return 0 if self.show_all else len(self.metrics) - len(set(self.shown))
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON shape (`schema` names its version); plot data is not included."""
