@@ -7,6 +7,9 @@ import math
 from ..engines.rank import RankResult
 from . import fmt, fmt_step, md_table
 
+ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
+RANK_ROWS = 15  # rows per ranked metric before "and N more"
+
 
 def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
     if n >= 2 and math.isfinite(std):
@@ -33,19 +36,41 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
                 vs = "untestable (single seed)"
             steps = sorted({fmt_step(p.step_used) for p in s.points})
             rows.append([str(i), s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
-        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"], rows)
+        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"],
+                        rows[:RANK_ROWS])
+        if len(rows) > RANK_ROWS:
+            out.append(f"… and {len(rows) - RANK_ROWS} more groups (--format json lists all)")
     primary = r.metrics[0]
     out += ["", "## Summary"]
     out.append(f"- best overall ({primary.metric}): {primary.best or '—'}")
     for m in r.metrics[1:]:
         out.append(f"- best on {m.metric}: {m.best or '—'}")
     out.append(f"- most efficient: {r.most_efficient or '—'} — {r.efficiency_note}")
-    if r.anomalies:
-        out += ["", "## Anomalies"]
-        for a in r.anomalies:
-            where = f" (step {fmt_step(a.step)})" if a.step is not None else ""
-            out.append(f"- {a.run}: {a.kind} — {a.detail}{where}")
+    out += anomaly_lines(r.anomalies)
     return "\n".join(out) + "\n"
+
+
+def anomaly_lines(anomalies: list, cap: int = ANOMALY_CAP, per: int = 3) -> list[str]:  # noqa: ANN001
+    """Anomalies grouped by run and kind, most severe group first, capped with a count."""
+    if not anomalies:
+        return []
+    groups: dict[tuple[str, str], list] = {}
+    for a in sorted(anomalies, key=lambda a: -a.severity):
+        groups.setdefault((a.run, a.kind), []).append(a)
+    runs = {a.run for a in anomalies}
+    out = ["", f"## Anomalies ({len(anomalies)} in {len(runs)} run{'s' if len(runs) != 1 else ''}, "
+               "most severe first)"]
+    for (run, kind), items in list(groups.items())[:cap]:
+        head = f"{kind} ×{len(items)}" if len(items) > 1 else kind
+        details = "; ".join(a.detail for a in items[:per])
+        more = f"; and {len(items) - per} more" if len(items) > per else ""
+        out.append(f"- {run} — {head}: {details}{more}")
+    if len(groups) > cap:
+        rest = sum(len(v) for v in list(groups.values())[cap:])
+        out.append(f"- … and {rest} more in {len(groups) - cap} run/kind groups (--format json lists all)")
+    rules = dict.fromkeys(a.rule for a in anomalies if a.kind == "spike" and a.rule)
+    out += [f"- rule (spike): {rule}" for rule in rules]
+    return out
 
 
 def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
