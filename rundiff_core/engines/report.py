@@ -20,7 +20,11 @@ from .jsonable import jsonable
 from .rank import RankResult, run_rank
 from .roles import classify
 from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at
+from .selection import families, headline
 from .stats import goal_for
+
+COLUMN_CAP = 3  # metrics per Proxy / Downstream column of the results table
+ANOMALY_RUNS = 8  # runs whose anomalies become findings before "and N more"
 
 
 @dataclass
@@ -28,11 +32,13 @@ class ResultRow:
     run: str
     address: str
     step: float
-    config_diff: dict[str, Any]
-    proxy: dict[str, float]
-    downstream: dict[str, float]
+    config_diff: dict[str, Any]  # keys whose value departs from the modal config
+    proxy: dict[str, float | None]  # None: the run does not log it
+    downstream: dict[str, float | None]
     gpu_hours: float | None
     status: str
+    config_absent: list[str] = field(default_factory=list)  # modal keys this run lacks
+    steps: dict[str, float] = field(default_factory=dict)  # metric → the step its value is from
 
 
 @dataclass
@@ -93,21 +99,29 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> Experi
     runs = sorted(runs, key=lambda r: (r.name, r.address))
     ranking: RankResult = run_rank(runs, metrics=metrics)
     primary = ranking.metrics[0]
-    shared = sorted(set.intersection(*(set(r.metric_keys()) for r in runs))) if runs else []
-    proxy = [m for m in shared if classify(m).group == "proxy"]
-    downstream = [m for m in shared if classify(m).group == "downstream"]
+    proxy, downstream = _headline_columns(runs, [m.metric for m in ranking.metrics])
     step = primary.step
     modal = _modal_config(runs)
+    steps = {m: common_step([r for r in runs if m in r.metric_keys()], m) for m in proxy + downstream}
     rows = []
     for r in runs:
         flat = {k: v for k, v in r.flat_config.items() if not SEED_KEYS.search(k)}
-        cdiff = {k: redact(flat.get(k), k) for k in sorted(set(flat) | set(modal))
-                 if flat.get(k) != modal.get(k)}
+        cdiff = {k: redact(flat[k], k) for k in sorted(flat) if k not in modal or flat[k] != modal[k]}
+        absent = sorted(k for k in modal if k not in flat) if flat else []
+        values: dict[str, dict[str, float | None]] = {"proxy": {}, "downstream": {}}
+        used: dict[str, float] = {}
+        for group, names in (("proxy", proxy), ("downstream", downstream)):
+            for m in names:
+                if m not in r.metric_keys():
+                    values[group][m] = None
+                    continue
+                pt = value_at(r, m, steps[m])
+                values[group][m] = pt.value
+                used[m] = pt.step_used
         rows.append(ResultRow(
             run=r.name, address=r.address, step=step, config_diff=cdiff,
-            proxy={m: value_at(r, m, common_step(runs, m)).value for m in proxy},
-            downstream={m: value_at(r, m, common_step(runs, m)).value for m in downstream},
-            gpu_hours=gpu_hours(r).gpu_hours, status=r.status,
+            proxy=values["proxy"], downstream=values["downstream"],
+            gpu_hours=gpu_hours(r).gpu_hours, status=r.status, config_absent=absent, steps=used,
         ))
     best = None
     if primary.best:
@@ -151,10 +165,20 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
     if not downstream:
         recs.append(Finding("Evaluate on a downstream task before choosing a configuration",
                             ["only proxy metrics were logged by every run: no winner can be declared from them"]))
+    by_run: dict[str, list[Anomaly]] = {}
     for a in ranking.anomalies:
-        findings.append(Finding(f"{a.run}: {a.kind}", [f"{a.detail} ({a.address})"]))
-        if a.kind in ("crashed", "kill", "nan"):
-            recs.append(Finding(f"Investigate and rerun {a.run}", [a.detail]))
+        by_run.setdefault(a.run, []).append(a)
+    for run, items in list(by_run.items())[:ANOMALY_RUNS]:
+        kinds = Counter(a.kind for a in items)
+        text = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in kinds.items())
+        findings.append(Finding(f"{run}: {text}", [f"{a.detail} ({a.address})" for a in items[:3]]
+                                + ([f"and {len(items) - 3} more"] if len(items) > 3 else [])))
+        serious = [a for a in items if a.kind in ("crashed", "kill", "nan", "no metrics")]
+        if serious:
+            recs.append(Finding(f"Investigate and rerun {run}", [serious[0].detail]))
+    if len(by_run) > ANOMALY_RUNS:
+        rest = list(by_run)[ANOMALY_RUNS:]
+        findings.append(Finding(f"{len(rest)} more runs with anomalies", [", ".join(rest[:10])]))
     still = [r for r in runs if r.status == "running"]
     if still:
         recs.append(Finding("Re-run this report when the running runs finish",
@@ -183,6 +207,23 @@ def _tail_slope(run: Run | None, metric: str) -> float | None:
     slope = float(np.polyfit(x[ok], y[ok], 1)[0]) * 1000
     noise = float(np.std(y[ok]))
     return slope if abs(slope) * np.ptp(x[ok]) / 1000 > noise else None
+
+
+def _headline_columns(runs: list[Run], ranked: list[str]) -> tuple[list[str], list[str]]:
+    """Proxy and downstream columns: the ranked metrics, then the headline metrics most runs log."""
+    logging = [set(r.metric_keys()) for r in runs if r.metric_keys()]
+    counts = Counter(k for ks in logging for k in ks)
+    common = [k for k, c in counts.items() if c > len(logging) / 2 or c == len(logging)]
+    out: dict[str, list[str]] = {"proxy": [], "downstream": []}
+    for group in out:
+        names = [m for m in common if classify(m).group == group]
+        fams = families(names)
+        members = {n for v in fams.values() for n in v}
+        chosen = [m for m in ranked if m in names]
+        chosen += [m for m in headline([n for n in names if n not in members], cap=COLUMN_CAP)
+                   if m not in chosen]
+        out[group] = chosen[:COLUMN_CAP]
+    return out["proxy"], out["downstream"]
 
 
 def _dedupe(items: list[Finding]) -> list[Finding]:

@@ -8,7 +8,8 @@ from ..engines.rank import RankResult
 from . import fmt, fmt_step, md_table
 
 ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
-RANK_ROWS = 15  # rows per ranked metric before "and N more"
+RANK_ROWS = 15
+REPORT_ROWS = 20  # results-table rows before "and N more"  # rows per ranked metric before "and N more"
 
 
 def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
@@ -113,14 +114,24 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     header = ["Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
     rows = []
     for r in rep.rows:
-        cd = "; ".join(f"{k}={v!r}" for k, v in list(r.config_diff.items())[:3]) or "(modal config)"
-        if len(r.config_diff) > 3:
-            cd += f"; +{len(r.config_diff) - 3}"
-        proxy = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.proxy.items()) or "—"
-        down = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.downstream.items()) or "—"
-        rows.append([r.run, fmt_step(r.step), cd, proxy, down,
+        parts = [f"{k}={v!r}" for k, v in r.config_diff.items()] + [f"{k} absent" for k in r.config_absent]
+        cd = "; ".join(parts[:3]) or "(modal config)"
+        if len(parts) > 3:
+            cd += f"; +{len(parts) - 3}"
+
+        def cells(values: dict, r=r) -> str:  # noqa: ANN001
+            out = []
+            for k, v in values.items():
+                at = r.steps.get(k)
+                mark = f" @ {fmt_step(at)}" if at is not None and at != rep.step else ""
+                out.append(f"{k} {'not logged' if v is None else fmt(v, precision)}{mark}")
+            return "; ".join(out) or "—"
+
+        rows.append([r.run, fmt_step(r.step), cd, cells(r.proxy), cells(r.downstream),
                      "—" if r.gpu_hours is None else f"{r.gpu_hours:.2f}", r.status])
-    out += md_table(header, rows)
+    out += md_table(header, rows[:REPORT_ROWS])
+    if len(rows) > REPORT_ROWS:
+        out.append(f"… and {len(rows) - REPORT_ROWS} more runs (--format json lists all)")
     out += ["", "## Key findings"]
     if not rep.findings:
         out.append("- none")
@@ -133,3 +144,24 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     for f in rep.recommendations:
         out.append(f"- {f.text} — because {'; '.join(f.evidence)}")
     return "\n".join(out) + "\n"
+
+
+def render_watch(result, alerts_per_run: int = 3) -> str:  # noqa: ANN001 - WatchResult
+    """One line per run (status, progress, age in human units) and its alerts, capped per run."""
+    from ..engines.watch import human_age
+
+    out = []
+    for c in result.runs:
+        prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
+        if len(c.progress) > 4:
+            prog += f" (+{len(c.progress) - 4} keys)"
+        age = "—" if c.age_seconds is None else f"{human_age(c.age_seconds)} ago"
+        moved = (f"step {c.previous_step:g} → {c.last_step:g}"
+                 if c.previous_step is not None and c.last_step is not None
+                 else f"step {c.last_step:g}" if c.last_step is not None else "no points")
+        out.append(f"{c.run} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
+                   + (f"; {prog}" if prog else ""))
+        out += [f"  ALERT {a.kind}: {a.message}" for a in c.alerts[:alerts_per_run]]
+        if len(c.alerts) > alerts_per_run:
+            out.append(f"  … and {len(c.alerts) - alerts_per_run} more alerts (--format json lists all)")
+    return "\n".join(out) + ("\n" if out else "")
