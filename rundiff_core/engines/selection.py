@@ -118,3 +118,21 @@ def headline(names: Sequence[str], declared: Iterable[str] = (), cap: int = HEAD
                     key=lambda n: (_main_rank(n), natural_key(n)))
     chosen = declared + ranked[: max(cap - len(declared), 0)]
     return natural_sorted(chosen)
+
+
+def main_metric(names: Iterable[str]) -> str | None:
+    """The one metric a two-run diff leads with: `loss`, else the training loss, else the best
+    ranked main metric (`MAIN_WORDS`), natural order breaking ties; None when none is main."""
+    names = list(names)
+    if "loss" in names:
+        return "loss"
+    ranked = [n for n in names if _main_rank(n) is not None]
+    if not ranked:
+        return None
+
+    def key(n: str) -> tuple:
+        low = n.lower()
+        return (_main_rank(n), not low.startswith(("train", "training")), low.count("/"),
+                natural_key(n))
+
+    return min(ranked, key=key)
