@@ -9,7 +9,8 @@ from . import fmt, fmt_step, md_table
 
 ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
 RANK_ROWS = 15
-REPORT_ROWS = 20  # results-table rows before "and N more"  # rows per ranked metric before "and N more"
+REPORT_ROWS = 20
+ABLATE_ROWS = 24  # ablation × metric rows (largest impact first) before "and N more"  # results-table rows before "and N more"  # rows per ranked metric before "and N more"
 
 
 def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
@@ -74,6 +75,13 @@ def anomaly_lines(anomalies: list, cap: int = ANOMALY_CAP, per: int = 3) -> list
     return out
 
 
+def _change(c) -> str:  # noqa: ANN001 - ConfigChange
+    """`key: old → new`, a key one side lacks written as absent (never None)."""
+    old = "absent" if c.change == "added" else repr(c.old)
+    new = "absent" if c.change == "removed" else repr(c.new)
+    return f"{c.key}: {old} → {new}"
+
+
 def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
     from . import fmt_delta
 
@@ -83,7 +91,7 @@ def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
     out += ["", "Ranked by impact (largest relative change on any metric first).", ""]
     rows = []
     for a in r.ablations:
-        changed = "; ".join(f"{c.key}: {c.old!r} → {c.new!r}" for c in a.changes[:4]) or "(no config change)"
+        changed = "; ".join(_change(c) for c in a.changes[:4]) or "(no config change)"
         if len(a.changes) > 4:
             changed += f"; +{len(a.changes) - 4} more"
         for e in a.effects:
@@ -94,11 +102,16 @@ def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
             rows.append([a.label, changed, e.metric, fmt_step(e.step), fmt(e.baseline, precision),
                          fmt(e.value, precision), f"{fmt_delta(e.delta, precision)} {unc}", f"N={e.n_baseline}/{e.n_ablation}", verdict])
             changed = "〃"
-    out += md_table(["ablation", "changed keys", "metric", "step", "baseline", "value", "Δ", "N base/abl", "direction"], rows)
+    out += md_table(["ablation", "changed keys", "metric", "step", "baseline", "value", "Δ", "N base/abl", "direction"],
+                    rows[:ABLATE_ROWS])
+    if len(rows) > ABLATE_ROWS:
+        out.append(f"… and {len(rows) - ABLATE_ROWS} more rows, smaller impact (--format json lists all)")
     if r.interactions:
         out += ["", "## Interactions"]
-        for i in r.interactions:
+        for i in r.interactions[:ANOMALY_CAP]:
             out.append(f"- {i.keys[0]} × {i.keys[1]} on {i.metric}: {i.detail}")
+        if len(r.interactions) > ANOMALY_CAP:
+            out.append(f"- … and {len(r.interactions) - ANOMALY_CAP} more (--format json lists all)")
     return "\n".join(out) + "\n"
 
 
