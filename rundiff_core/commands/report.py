@@ -27,9 +27,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0
     if args.output and args.output.endswith(".html"):
+        from ..engines.report import report_curves
         from ..render.report_html import render_report_html
 
-        text = render_report_html(rep, runs)
+        text = render_report_html(rep, report_curves(rep, runs))
     elif args.format == "json":
         text = dumps(rep.to_dict()) + "\n"
     else:

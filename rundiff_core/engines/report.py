@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RundiffError
 from ..model import Run
 from ..redact import redact
+from .compare import CompareResult
 from .diff import SEED_KEYS
 from .jsonable import jsonable
 from .rank import RankResult, run_rank
@@ -207,6 +209,27 @@ def _tail_slope(run: Run | None, metric: str) -> float | None:
     slope = float(np.polyfit(x[ok], y[ok], 1)[0]) * 1000
     noise = float(np.std(y[ok]))
     return slope if abs(slope) * np.ptp(x[ok]) / 1000 > noise else None
+
+
+def report_curves(rep: ExperimentReport, runs: list[Run]) -> CompareResult | None:
+    """The compare result behind the HTML report's plots: every metric most runs log compared
+    (one click away in the page), the report's own columns shown and plotted. None: < 2 arms."""
+    from .arms import Arm
+    from .compare import run_compare
+
+    groups = seed_groups([r for r in runs if r.metric_keys()])
+    arms = [Arm(address=g.runs[0].address, primary=g.runs[0], seeds=g.runs) for g in groups]
+    if len(arms) < 2:
+        return None
+    columns = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
+    try:
+        result = run_compare(arms, curves=True)
+    except RundiffError:  # the default selection found nothing shared: plot the columns alone
+        result = None
+    if result is None or not set(columns) <= {m.metric for m in result.metrics}:
+        result = run_compare(arms, metrics=columns, curves=True)
+    result.shown = columns
+    return result
 
 
 def _headline_columns(runs: list[Run], ranked: list[str]) -> tuple[list[str], list[str]]:
