@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_compare_csv(result))
     else:
         from ..render.compare_md import render_compare_markdown
+        from ..render.terminal import write_markdown
 
-        print(render_compare_markdown(result, args.precision, args.trace), end="")
+        write_markdown(render_compare_markdown(result, args.precision, args.trace))
     return 0

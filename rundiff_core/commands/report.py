@@ -39,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(f"report written to {args.output}")
-    else:
+    elif args.format == "json":
         print(text, end="")
+    else:
+        from ..render.terminal import write_markdown
+
+        write_markdown(text)
     return 0
