@@ -78,7 +78,9 @@ def _modal_config(runs: list[Run]) -> dict[str, Any]:
             rep = repr(v)
             counts.setdefault(k, Counter())[rep] += 1
             values[(k, rep)] = v
-    return {k: values[(k, sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])] for k, c in counts.items()}
+    # A key most runs lack is not part of the modal config: the runs that set it show it instead.
+    return {k: values[(k, sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])]
+            for k, c in counts.items() if sum(c.values()) * 2 > len(runs)}
 
 
 def _date(ts: float) -> str:
