@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 
 from rundiff_core.demo import write_journal_run
+from rundiff_core.render import md_table
+from rundiff_core.render.terminal import blocks
 
 WIDE_IDS = {64: "hs64aaaa", 256: "hs256bbb"}
 NGRAMS = 127
@@ -88,6 +90,42 @@ _TS = re.compile(r"offline-run-\d{8}_\d{6}-")
 
 
 def normalise(text: str, tmp: Path) -> str:
-    """Machine-independent Markdown: the temporary root and wandb's folder timestamp replaced."""
-    text = text.replace(str(tmp), "<TMP>")
-    return _TS.sub("offline-run-<TIME>-", text)
+    """Machine-independent Markdown: the temporary root and wandb's folder timestamp replaced,
+    tables re-padded (their column widths followed the length of the temporary path)."""
+    text = _TS.sub("offline-run-<TIME>-", text.replace(str(tmp), "<TMP>"))
+    out: list[str] = []
+    for kind, lines in blocks(text):
+        if kind != "table":
+            out += lines
+            continue
+        rows = [[c.strip() for c in x.strip().strip("|").split("|")] for x in lines]
+        out += md_table(rows[0], rows[2:])
+    return "\n".join(out)
+
+
+def write_student_and_baselines(root: Path) -> dict[str, str]:
+    """The seed's scene: a 3-seed baseline finished at step 100, a student still training at step
+    11 (logging `train_loss` under another spelling), and a baseline that logged every 5th step."""
+    out = {}
+    for seed in range(3):
+        rows = []
+        for s in range(101):
+            rows.append({"step": s, "train/loss": round(3.0 - 0.02 * s + 0.01 * seed, 6), "lr": 1e-3})
+            if s % 10 == 0:
+                rows.append({"step": s, "eval/accuracy": round(0.1 + 0.005 * s + 0.001 * seed, 6)})
+        write_journal_run(str(root / "imagenet-resnet50-baseline-bs256" / f"seed-{seed}"),
+                          config={"lr": 0.001, "seed": seed}, rows=rows, seed=seed,
+                          final={"status": "finished"})
+    out["baseline"] = str(root / "imagenet-resnet50-baseline-bs256")
+    rows = []
+    for s in range(12):
+        rows.append({"step": s, "train_loss": round(3.2 - 0.03 * s, 6), "lr": 2e-3})
+        if s % 10 == 0:
+            rows.append({"step": s, "eval/accuracy": round(0.12 + 0.004 * s, 6)})
+    out["student"] = write_journal_run(str(root / "imagenet-resnet50-distill-from-vit-l" / "seed-0"),
+                                       config={"lr": 0.002, "seed": 0}, rows=rows, seed=0)
+    rows = [{"step": s, "train/loss": round(2.9 - 0.01 * s, 6)} for s in range(0, 101, 5)]
+    out["coarse"] = write_journal_run(str(root / "imagenet-resnet50-coarse-logging"),
+                                      config={"lr": 0.001, "run_name": "imagenet-resnet50-coarse-logging"},
+                                      rows=rows, final={"status": "finished"})
+    return out
