@@ -24,8 +24,9 @@ from collections.abc import Iterable, Sequence
 FAMILY_MIN = 3
 HEADLINE_CAP = 8
 # Words that name a section's main metrics, in the order they are preferred.
-MAIN_WORDS = ("loss", "acc", "accuracy", "reward", "return", "score", "f1", "perplexity", "ppl",
-              "error", "success", "pass", "win", "bleu", "rouge", "auc", "map", "iou")
+MAIN_WORDS = ("loss", "acc", "accuracy", "reward", "rew", "return", "ret", "score", "f1",
+              "perplexity", "ppl", "error", "success", "pass", "win", "bleu", "rouge", "auc", "map",
+              "iou")
 _DIGITS = re.compile(r"\d+")
 _GLOB = re.compile(r"[*?\[]")
 
@@ -104,6 +105,12 @@ def _main_rank(name: str) -> int | None:
             # The name's own last word counts most (`val/loss` over `loss_scale/val`).
             return i if last == w else i + len(MAIN_WORDS)
     return None
+
+
+def main_rank(name: str) -> int:
+    """How main a metric is (lower first; names with no main word last)."""
+    rank = _main_rank(name)
+    return len(MAIN_WORDS) * 2 if rank is None else rank
 
 
 def headline(names: Sequence[str], declared: Iterable[str] = (), cap: int = HEADLINE_CAP) -> list[str]:

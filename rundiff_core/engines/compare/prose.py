@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..arms import Arm
 from ..metricnames import NameResolution
+from ..selection import main_rank
 from .result import CompareResult, Row, Trend
 
 
@@ -42,8 +43,9 @@ def _conclusion(r: CompareResult) -> list[str]:
     main: list[str] = []
     s = r.student.label
     at = f"{r.x_label} {r.current_x:g}"
-    downstream_ok = [m for m in r.shown_group("downstream")
-                     if m.state == "ok" and any(row.state == "ok" for row in m.rows[1:])]
+    downstream_ok = sorted((m for m in r.shown_group("downstream")
+                            if m.state == "ok" and any(row.state == "ok" for row in m.rows[1:])),
+                           key=lambda m: main_rank(m.metric))
     family = _family_sentence(r, "downstream")
     if not downstream_ok and family is None:
         pending = [m.metric for m in r.group("downstream")]
@@ -55,11 +57,14 @@ def _conclusion(r: CompareResult) -> list[str]:
     for m in downstream_ok[:2]:
         parts = []
         for row in m.rows[1:]:
-            if row.state != "ok" or row.student_better is None:
+            if row.state != "ok" or not math.isfinite(row.delta):
                 continue
-            side = "ahead of" if row.student_better else "behind"
             seeds = ("single-seed" if row.single_seed and m.rows[0].single_seed
                      else f"student {_spread(m.rows[0])}; {row.arm} {_spread(row)}")
+            if row.student_better is None:
+                parts.append(f"level with {row.arm} ({seeds})")
+                continue
+            side = "ahead of" if row.student_better else "behind"
             parts.append(f"{side} {row.arm} by {abs(row.delta):.4g} ({seeds})")
         if parts:
             main.append(f"On downstream {m.metric} at {r.x_label} {m.target:g}, {s} is "
@@ -92,7 +97,7 @@ _SHORT = {
 
 def _trend_phrase(metric: str, t: Trend, xname: str) -> str:
     if t.status == "level":
-        return f"{metric} level"
+        return f"{metric} level within noise"
     side = "behind" if t.status in ("gap steady", "gap widening", "on track to catch up") else "ahead"
     if t.status == "converged":
         side = "behind" if "behind" in t.text else "ahead" if "ahead of" in t.text else "level"
