@@ -1,0 +1,65 @@
+"""The compare text on in-memory runs: families against several baselines, notes grouped by cause,
+footnotes only for cells read differently, headline caps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rundiff_core.engines.arms import Arm
+from rundiff_core.engines.compare import run_compare
+from rundiff_core.render.compare_md import render_compare_markdown
+from rundiff_core.testing import memory_run
+
+STEPS = np.arange(0, 101, 10, dtype=float)
+
+
+def _arm(name: str, shift: float, *, extra: dict | None = None, steps=STEPS) -> Arm:
+    series = {"train/loss": (steps, 2.0 - steps / 100 + shift)}
+    for task in ("cifar", "svhn", "mnist", "stl"):
+        series[f"test/{task}/acc"] = (steps, 0.5 + steps / 400 + shift * (1 if task != "stl" else -1))
+    for i in range(12):
+        series[f"train/stat_{i}"] = (steps, np.full(len(steps), float(i) + shift))
+    series["lr"] = (steps, np.full(len(steps), 1e-3))
+    series["grad_norm"] = (steps, np.ones(len(steps)))
+    series.update(extra or {})
+    run = memory_run(name, series)
+    return Arm(address=run.address, primary=run, seeds=[run])
+
+
+def test_families_against_two_baselines_and_notes_by_cause():
+    arms = [_arm("student", 0.0), _arm("base-a", 0.01), _arm("base-b", -0.02,
+            extra={"only/baseline": (STEPS, STEPS)})]
+    r = run_compare(arms)
+    text = render_compare_markdown(r)
+    fam = [f for f in r.families if f.family == "test/*/acc"]
+    assert [f.baseline for f in fam] == ["base-a", "base-b"] and all(f.compared == 4 for f in fam)
+    a, b = fam
+    assert (a.student_better, a.baseline_better) == (1, 3)  # stl goes the other way
+    assert (b.student_better, b.baseline_better) == (3, 1) and b.worst == "test/stl/acc"
+    rows = [line for line in text.splitlines() if line.startswith("| test/*/acc")]
+    assert len(rows) == 2 and "base-a" in rows[0] and "base-b" in rows[1]  # the "vs" column
+    # the 12 train/stat_<n> keys are one family too; train/loss stays a row
+    assert any(line.startswith("| train/loss") for line in text.splitlines())
+    assert any(line.startswith("| train/stat_<n>") for line in text.splitlines())
+    # each cause once, with its metrics listed once
+    assert text.count("Not compared, diagnostics") == 1
+    (diag,) = [line for line in text.splitlines() if "Not compared, diagnostics" in line]
+    assert "grad_norm" in diag and "lr" in diag
+    assert "only/baseline" in text and text.count("only/baseline") == 1
+    assert "[^" not in text  # every cell exact at step 100
+    # one trend line per pair, over shown metrics only
+    trends = [line for line in text.splitlines() if line.startswith("- Trend")]
+    assert len(trends) == 2 and not any("stat_" in t for t in trends)
+
+
+def test_only_cells_read_differently_get_a_footnote():
+    coarse = np.arange(0, 101, 25, dtype=float)
+    arms = [_arm("student", 0.0, steps=np.arange(0, 91, 10, dtype=float)),
+            _arm("base", 0.01, steps=coarse), _arm("exact", 0.02)]
+    text = render_compare_markdown(run_compare(arms, metrics=["train/loss"]))
+    (row,) = [line for line in text.splitlines() if line.startswith("| train/loss")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2].endswith("@ 100 [^1]") and "[^" not in cells[1] + cells[3]
+    (foot,) = [line for line in text.splitlines() if line.startswith("[^1]:")]
+    assert "no point at step 90, the nearest logged step 100 is used" in foot
+    assert "cells at step 90 unless marked @" in text
