@@ -90,3 +90,13 @@ def test_diff_on_the_wide_pair_fits_50_lines(wide, capsys):
     assert len(out.splitlines()) <= 50
     assert "## Headline metric: train/loss" in out  # the main loss, although no key is 'loss'
     assert "254 other shared metrics" in out
+
+
+def test_a_declared_metric_is_a_row_and_leaves_its_family(wide, tmp_path, capsys):
+    _, runs = wide
+    toml = tmp_path / "rundiff.toml"
+    toml.write_text('[groups]\ndownstream = ["test/ngram_7"]\n')
+    out = _run(capsys, "compare", runs[64], runs[256], "--project-file", str(toml))
+    assert any(line.startswith("| test/ngram_7 ") for line in out.splitlines())
+    fam = next(line for line in out.splitlines() if line.startswith("| test/ngram_<n>"))
+    assert fam.split("|")[2].strip() == str(NGRAMS - 1)

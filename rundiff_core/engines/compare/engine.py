@@ -263,7 +263,9 @@ def run_compare(
         ))
     order = {"downstream": 1, "proxy": 0, "diagnostic": 2}
     comparisons.sort(key=lambda c: (order.get(c.group, 3), natural_key(c.metric)))
-    explicit = declared + [n for n in rules.explicit_names() if n not in declared]
+    # Declared names are always rows: --metric, --proxy/--downstream names, rundiff.toml names.
+    in_project = [p for names_ in rules.project.values() for p in names_ if not is_glob(p)]
+    explicit = list(dict.fromkeys([*declared, *rules.explicit_names(), *in_project]))
     shown, fams = select(comparisons, explicit, [labels[i] for i in range(len(arms)) if i != si])
 
     infos = [_arm_info(a, labels[i], "student" if i == si else "baseline", current[i])
