@@ -102,7 +102,7 @@ def _trend_phrase(metric: str, t: Trend, xname: str) -> str:
     if t.status == "converged":
         side = "behind" if "behind" in t.text else "ahead" if "ahead of" in t.text else "level"
         if side == "level":
-            return f"{metric} converged, level"
+            return f"{metric} converged, level within noise"
     text = f"{metric} {side} by {abs(t.gap_last):.4g}, {_SHORT[t.status]}"
     if t.projected_x is not None:
         text += f" ({'catch up' if side == 'behind' else 'level'} projected at {xname} {t.projected_x:.0f})"
