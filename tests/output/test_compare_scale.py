@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from rundiff_core.cli import main
 
 from .writers import NGRAMS, WIDE_IDS
@@ -100,3 +102,15 @@ def test_a_declared_metric_is_a_row_and_leaves_its_family(wide, tmp_path, capsys
     assert any(line.startswith("| test/ngram_7 ") for line in out.splitlines())
     fam = next(line for line in out.splitlines() if line.startswith("| test/ngram_<n>"))
     assert fam.split("|")[2].strip() == str(NGRAMS - 1)
+
+
+def test_html_plots_the_selection_and_keeps_every_metric_one_click_away(wide, tmp_path, capsys):
+    pytest.importorskip("plotly")
+    _, runs = wide
+    page = tmp_path / "wide.html"
+    _run(capsys, "compare", runs[64], runs[256], "--html", str(page))
+    text = page.read_text()
+    assert text.count('class="rundiff-plot"') == 1  # train/loss, the one shown row
+    details = text[text.index('<details class="all-metrics">'):]
+    assert "All 255 compared metrics" in details
+    assert all(f"<td>val/ngram_{n} ↓</td>" in details for n in (1, 2, 10, 127))

@@ -63,3 +63,24 @@ def test_only_cells_read_differently_get_a_footnote():
     (foot,) = [line for line in text.splitlines() if line.startswith("[^1]:")]
     assert "no point at step 90, the nearest logged step 100 is used" in foot
     assert "cells at step 90 unless marked @" in text
+
+
+def test_rank_anomalies_are_grouped_and_capped():
+    from rundiff_core.engines.rank import run_rank
+    from rundiff_core.render.many_md import ANOMALY_CAP, render_rank
+
+    runs = []
+    for i in range(12):
+        v = 1.0 / (1 + STEPS / 10)
+        v[3] = np.nan
+        v[5] = np.nan
+        runs.append(memory_run(f"run-{i:02d}", {"loss": (STEPS, v)}, config={"lr": i},
+                               status="crashed" if i == 7 else "finished"))
+    text = render_rank(run_rank(runs, metrics=["loss"]))
+    lines = text.split("## Anomalies", 1)[1].splitlines()
+    items = [line for line in lines if line.startswith("- run-")]
+    assert len(items) == ANOMALY_CAP
+    assert items[0].startswith("- run-07 — crashed")  # most severe first
+    assert all(line.count("NaN/inf") <= 1 for line in items)  # one line per run and kind
+    (more,) = [line for line in lines if line.startswith("- … and ")]
+    assert "more in 5 run/kind groups" in more and "--format json" in more
