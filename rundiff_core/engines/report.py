@@ -21,8 +21,8 @@ from .diff import SEED_KEYS
 from .jsonable import jsonable
 from .rank import RankResult, run_rank
 from .roles import classify
-from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at
-from .selection import families, headline
+from .runset import Anomaly, common_step, gpu_hours, group_anomalies, seed_groups, value_at
+from .selection import families, headline, natural_key
 from .stats import goal_for
 
 COLUMN_CAP = 3  # metrics per Proxy / Downstream column of the results table
@@ -100,7 +100,7 @@ def _date_range(runs: list[Run]) -> tuple[str | None, str | None]:
 def build_report(runs: list[Run], *, metrics: list[str] | None = None) -> ExperimentReport:
     # by name first: the same runs read through another backend (a fleet dataset) keep their order,
     # so ties resolve the same way
-    runs = sorted(runs, key=lambda r: (r.name, r.address))
+    runs = sorted(runs, key=lambda r: (natural_key(r.name), r.address))
     ranking: RankResult = run_rank(runs, metrics=metrics)
     primary = ranking.metrics[0]
     proxy, downstream = _headline_columns(runs, [m.metric for m in ranking.metrics])
@@ -155,6 +155,12 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
                                     f"{primary.metric} (gap {gap:+.4g})", ev))
             recs.append(Finding(f"Run more seeds of {top.label} and {second.label}",
                                 ["the top groups cannot be told apart with the seeds available"]))
+        elif second.label in primary.untestable:
+            findings.append(Finding(f"{top.label} leads on {primary.metric} by {gap:+.4g} — not testable: "
+                                    "a single seed on one side, so not distinguishable from trial variance",
+                                    ev))
+            recs.append(Finding(f"Rerun {top.label} and {second.label} with N>=3 seeds",
+                                ["a single-seed group cannot be tested against the best"]))
         elif ranking.single_seed:
             findings.append(Finding(f"{top.label} leads on {primary.metric} by {gap:+.4g} — single-seed, "
                                     "not distinguishable from trial variance", ev))
@@ -169,20 +175,22 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
     if not downstream:
         recs.append(Finding("Evaluate on a downstream task before choosing a configuration",
                             ["only proxy metrics were logged by every run: no winner can be declared from them"]))
-    by_run: dict[str, list[Anomaly]] = {}
-    for a in ranking.anomalies:
-        by_run.setdefault(a.run, []).append(a)
-    for run, items in list(by_run.items())[:ANOMALY_RUNS]:
-        kinds = Counter(a.kind for a in items)
-        text = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in kinds.items())
-        findings.append(Finding(f"{run}: {text}", [f"{a.detail} ({a.address})" for a in items[:3]]
-                                + ([f"and {len(items) - 3} more"] if len(items) > 3 else [])))
-        serious = [a for a in items if a.kind in ("crashed", "kill", "nan", "no metrics")]
-        if serious:
-            recs.append(Finding(f"Investigate and rerun {run}", [serious[0].detail]))
-    if len(by_run) > ANOMALY_RUNS:
-        rest = list(by_run)[ANOMALY_RUNS:]
-        findings.append(Finding(f"{len(rest)} more runs with anomalies", [", ".join(rest[:10])]))
+    groups = group_anomalies(ranking.anomalies)
+    for g in groups[:ANOMALY_RUNS]:
+        where = f"{len(g.runs)} runs" if len(g.runs) > 1 else g.runs[0]
+        count = f" ×{len(g.items)}" if len(g.runs) == 1 and len(g.items) > 1 else ""
+        names = [f"runs: {', '.join(g.runs[:6])}" + (f" and {len(g.runs) - 6} more" if len(g.runs) > 6 else "")
+                 ] if len(g.runs) > 1 else []
+        findings.append(Finding(f"{where}: {g.kind}{count}",
+                                names + [f"{a.detail} ({a.address})" for a in g.items[:3]]
+                                + ([f"and {len(g.items) - 3} more"] if len(g.items) > 3 else [])))
+        if g.kind in ("crashed", "kill", "nan", "no metrics"):
+            who = g.runs[0] if len(g.runs) == 1 else f"the {len(g.runs)} runs with {g.kind}"
+            recs.append(Finding(f"Investigate and rerun {who}", [g.items[0].detail]))
+    if len(groups) > ANOMALY_RUNS:
+        rest = sorted({r for g in groups[ANOMALY_RUNS:] for r in g.runs})
+        findings.append(Finding(f"{len(groups) - ANOMALY_RUNS} more anomaly groups",
+                                [", ".join(rest[:10]) + (" …" if len(rest) > 10 else "")]))
     still = [r for r in runs if r.status == "running"]
     if still:
         recs.append(Finding("Re-run this report when the running runs finish",

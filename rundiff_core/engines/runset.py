@@ -328,6 +328,40 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
 
 
 @dataclass
+class AnomalyGroup:
+    """Anomalies of one kind: one run's (several spikes) or several runs' with the same detail."""
+
+    kind: str
+    runs: list[str]
+    items: list[Anomaly]
+
+    @property
+    def severity(self) -> float:
+        return max(a.severity for a in self.items)
+
+
+def group_anomalies(anomalies: Sequence[Anomaly]) -> list[AnomalyGroup]:
+    """By run and kind, then runs whose anomaly reads the same merged (twelve empty runs are one
+    line, not twelve); most severe first."""
+    by_run: dict[tuple[str, str], list[Anomaly]] = {}
+    for a in sorted(anomalies, key=lambda a: -a.severity):
+        by_run.setdefault((a.run, a.kind), []).append(a)
+    merged: dict[tuple[str, str], AnomalyGroup] = {}
+    out: list[AnomalyGroup] = []
+    for (run, kind), items in by_run.items():
+        same = (kind, items[0].detail) if len(items) == 1 else None
+        if same is not None and same in merged:
+            merged[same].runs.append(run)
+            merged[same].items += items
+            continue
+        group = AnomalyGroup(kind, [run], list(items))
+        if same is not None:
+            merged[same] = group
+        out.append(group)
+    return sorted(out, key=lambda g: -g.severity)
+
+
+@dataclass
 class Evidence:
     """A finding and the numbers behind it (with the run and step they came from)."""
 

@@ -52,23 +52,32 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
     return "\n".join(out) + "\n"
 
 
+def _runs(names: list[str], cap: int = 4) -> str:
+    head = ", ".join(names[:cap])
+    return head + (f" and {len(names) - cap} more" if len(names) > cap else "")
+
+
 def anomaly_lines(anomalies: list, cap: int = ANOMALY_CAP, per: int = 3) -> list[str]:  # noqa: ANN001
-    """Anomalies grouped by run and kind, most severe group first, capped with a count."""
+    """Anomalies grouped by run and kind (runs reading the same merged), most severe first,
+    capped with a count."""
     if not anomalies:
         return []
-    groups: dict[tuple[str, str], list] = {}
-    for a in sorted(anomalies, key=lambda a: -a.severity):
-        groups.setdefault((a.run, a.kind), []).append(a)
+    from ..engines.runset import group_anomalies
+
+    groups = group_anomalies(anomalies)
     runs = {a.run for a in anomalies}
     out = ["", f"## Anomalies ({len(anomalies)} in {len(runs)} run{'s' if len(runs) != 1 else ''}, "
                "most severe first)"]
-    for (run, kind), items in list(groups.items())[:cap]:
-        head = f"{kind} ×{len(items)}" if len(items) > 1 else kind
-        details = "; ".join(a.detail for a in items[:per])
-        more = f"; and {len(items) - per} more" if len(items) > per else ""
-        out.append(f"- {run} — {head}: {details}{more}")
+    for g in groups[:cap]:
+        if len(g.runs) > 1:
+            out.append(f"- {g.kind} in {len(g.runs)} runs ({_runs(g.runs)}): {g.items[0].detail}")
+            continue
+        head = f"{g.kind} ×{len(g.items)}" if len(g.items) > 1 else g.kind
+        details = "; ".join(a.detail for a in g.items[:per])
+        more = f"; and {len(g.items) - per} more" if len(g.items) > per else ""
+        out.append(f"- {g.runs[0]} — {head}: {details}{more}")
     if len(groups) > cap:
-        rest = sum(len(v) for v in list(groups.values())[cap:])
+        rest = sum(len(g.items) for g in groups[cap:])
         out.append(f"- … and {rest} more in {len(groups) - cap} run/kind groups (--format json lists all)")
     rules = dict.fromkeys(a.rule for a in anomalies if a.kind == "spike" and a.rule)
     out += [f"- rule (spike): {rule}" for rule in rules]

@@ -65,22 +65,25 @@ def test_only_cells_read_differently_get_a_footnote():
     assert "cells at step 90 unless marked @" in text
 
 
-def test_rank_anomalies_are_grouped_and_capped():
+def test_rank_anomalies_are_grouped_merged_and_capped():
     from rundiff_core.engines.rank import run_rank
     from rundiff_core.render.many_md import ANOMALY_CAP, render_rank
 
     runs = []
     for i in range(12):
         v = 1.0 / (1 + STEPS / 10)
-        v[3] = np.nan
-        v[5] = np.nan
+        v[1 + i % 9] = np.nan  # a different first NaN step: a different detail per run
+        v[10] = np.nan
         runs.append(memory_run(f"run-{i:02d}", {"loss": (STEPS, v)}, config={"lr": i},
                                status="crashed" if i == 7 else "finished"))
+    runs += [memory_run(f"empty-{i}", {}, config={"lr": 100 + i}) for i in range(3)]
     text = render_rank(run_rank(runs, metrics=["loss"]))
     lines = text.split("## Anomalies", 1)[1].splitlines()
-    items = [line for line in lines if line.startswith("- run-")]
+    items = [line for line in lines if line.startswith("- ") and not line.startswith(("- …", "- rule"))]
     assert len(items) == ANOMALY_CAP
-    assert items[0].startswith("- run-07 — crashed")  # most severe first
-    assert all(line.count("NaN/inf") <= 1 for line in items)  # one line per run and kind
+    # most severe first: the three empty runs as one line, then the crash
+    assert items[0] == ("- no metrics in 3 runs (empty-0, empty-1, empty-2): logged no scalar at all "
+                        "(status finished)")
+    assert items[1].startswith("- run-07 — crashed")
     (more,) = [line for line in lines if line.startswith("- … and ")]
-    assert "more in 5 run/kind groups" in more and "--format json" in more
+    assert "more in" in more and "--format json" in more
