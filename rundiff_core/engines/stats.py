@@ -100,7 +100,8 @@ SPIKE_THRESHOLD = 8.0  # robust σ a point must stand above the local level
 SPIKE_RATIO = 4.0  # and, for a positive series, times the local level it must reach
 SPIKE_SEPARATION = 5  # points: flags closer than this are one episode
 SPIKE_RULE = (f"value > {SPIKE_THRESHOLD:g} robust σ above the rolling median of "
-              f"{SPIKE_WINDOW} points (and > {SPIKE_RATIO:g}× it for a positive series)")
+              f"{SPIKE_WINDOW} points (σ of log values for a positive series, which must also "
+              f"exceed {SPIKE_RATIO:g}× that median)")
 
 
 @dataclass
@@ -155,8 +156,9 @@ def spike_episodes(steps: Sequence[float], values: Sequence[float], *,
 
     The local level is a centred rolling median of `window` points; the noise is the robust σ of
     the residuals around it (per block of 4×window points, floored at half the whole series' σ, so
-    a noisy stretch raises its own bar). A point is flagged when it stands more than `threshold`
-    robust σ above the level and, where the level is positive, more than `ratio` times it. Flags
+    a noisy stretch raises its own bar), measured on log values when every value is positive
+    (losses vary by factors). A point is flagged when it stands more than `threshold` robust σ above
+    the level and, where the level is positive, more than `ratio` times it. Flags
     fewer than `separation` points apart are one episode, reported at its peak. Noisy but healthy
     curves flag next to nothing; a point 25× the level is always caught.
     """
@@ -166,15 +168,21 @@ def spike_episodes(steps: Sequence[float], values: Sequence[float], *,
     if n < 10:
         return []
     finite = np.where(np.isfinite(v), v, np.nan)
+    # A positive series (losses, perplexities) varies by factors: its noise is measured in logs.
+    positive = bool(np.isfinite(finite).any()) and bool(np.nanmin(finite) > 0)
+    with np.errstate(all="ignore"):
+        x = np.log(finite) if positive else finite
     w = int(max(5, min(window, n // 4))) | 1
-    level = _rolling_median(finite, w)
-    resid = finite - level
+    level_x = _rolling_median(x, w)
+    resid = x - level_x
     with np.errstate(all="ignore"):
         whole = float(np.nanmedian(np.abs(resid))) * 1.4826 if np.isfinite(resid).any() else 0.0
         local = _block_spread(resid, 4 * w)
-        floor = np.maximum(0.5 * whole, np.maximum(np.abs(level) * 1e-3, 1e-12))
+        rel = 1e-3 if positive else np.maximum(np.abs(level_x) * 1e-3, 1e-12)
+        floor = np.maximum(0.5 * whole, rel)
         sigma = np.maximum(np.nan_to_num(local, nan=0.0), floor)
         score = resid / sigma
+        level = np.exp(level_x) if positive else level_x
         flagged = score > threshold
         flagged &= ~(level > 0) | (finite > ratio * level)
     flagged |= ~np.isfinite(v)
