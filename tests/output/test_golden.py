@@ -97,3 +97,12 @@ def test_watch(many, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RUNDIFF_CACHE_DIR", str(tmp_path / "cache"))
     out = _out(capsys, "watch", "--once", str(sweep / "lr-0.2"), str(sweep / "lr-0.4"))
     _check("watch", _AGE.sub("<AGE> ago", normalise(out, root)))
+
+
+def test_trajectories_summary(realdata, tmp_path, capsys):
+    tau = realdata / "agent-taubench-historical" / "historical_trajectories" / "gpt-4o-airline.json"
+    if not tau.is_file():
+        pytest.skip("the tau-bench sample is not in the real data folder")
+    out = _out(capsys, "trajectories", f"{tau}#trial=0", f"traj:{tau}#trial=1", "--out",
+               str(tmp_path / "out"))
+    _check("trajectories", normalise(out, tmp_path).replace(str(realdata), "<REALDATA>"))
