@@ -84,3 +84,10 @@ def test_watch_stale_whatever_the_status(tmp_path, capsys, monkeypatch):
                                           (86400 * 3, "3.0 days"), (3.7 * 365.25 * 86400, "3.7 years")])
 def test_human_ages(seconds, text):
     assert human_age(seconds) == text
+
+
+def test_rank_metric_globs(sweep, capsys):
+    d = json.loads(_run(capsys, "rank", str(sweep), "--metric", "val/*", "--format", "json"))
+    assert [m["metric"] for m in d["metrics"]] == ["val/acc"]
+    assert main(["rank", str(sweep), "--metric", "nope/*"]) == 2
+    assert "logged by no run" in capsys.readouterr().err
