@@ -23,6 +23,7 @@ GROUP_TITLES = {
 }
 ARROW = {"min": "↓", "max": "↑", "mixed": "↕"}
 NAMES_CAP = 6  # metric names listed in one note before "and N more"
+FAMILY_ROWS = 8  # families summarised per section before "and N more families"
 
 
 @dataclass
@@ -210,13 +211,18 @@ def _section(r: CompareResult, group: str, precision: int, trace: bool,
                  else f"every cell at {where}")
     fam_header: list[str] = []
     fam_rows: list[list[str]] = []
+    notes: list[str] = []
     if fams:
         multi = len(r.baselines) > 1
         fam_header = ["family", "metrics", *(["vs"] if multi else []), "student better",
                       "baseline better" if multi else f"{r.baselines[0].label} better",
                       "median Δ", "Δ range", "worst for student"]
-        fam_rows = [_family_row(f, multi, precision) for f in fams]
-    notes = []
+        names = list(dict.fromkeys(f.family for f in fams))
+        keep = set(names[:FAMILY_ROWS]) if not r.show_all else set(names)
+        fam_rows = [_family_row(f, multi, precision) for f in fams if f.family in keep]
+        if len(keep) < len(names):
+            rest = [n for n in names if n not in keep]
+            notes.append(f"{len(rest)} more families ({names_list(rest, 3)}): `--all` shows them")
     if group == "downstream" and not r.group("downstream"):
         notes.append("No downstream metric is compared (none is logged under a downstream name, "
                      "declared with --downstream / rundiff.toml, or asked for): only proxy "

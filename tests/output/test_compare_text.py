@@ -87,3 +87,19 @@ def test_rank_anomalies_are_grouped_merged_and_capped():
     assert items[1].startswith("- run-07 — crashed")
     (more,) = [line for line in lines if line.startswith("- … and ")]
     assert "more in" in more and "--format json" in more
+
+
+def test_family_rows_are_capped_with_a_count():
+    def arm(name: str, shift: float) -> Arm:
+        series = {"train/loss": (STEPS, 2.0 - STEPS / 100 + shift)}
+        for letter in "abcdefghij":
+            for n in range(3):
+                series[f"probe_{letter}/v_{n}"] = (STEPS, STEPS / 100 + n + shift)
+        run = memory_run(name, series)
+        return Arm(address=run.address, primary=run, seeds=[run])
+
+    r = run_compare([arm("a", 0.0), arm("b", 0.1)])
+    assert len({f.family for f in r.families}) == 10
+    text = render_compare_markdown(r)
+    assert sum(line.startswith("| probe_") for line in text.splitlines()) == 8
+    assert "_2 more families (probe_i/v_<n>, probe_j/v_<n>): `--all` shows them_" in text
