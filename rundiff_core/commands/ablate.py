@@ -40,5 +40,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(dumps(result.to_dict()))
     else:
-        print(render_ablate(result, args.precision), end="")
+        from ..render.terminal import write_markdown
+
+        write_markdown(render_ablate(result, args.precision))
     return 0

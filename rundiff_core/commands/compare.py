@@ -37,8 +37,12 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--student", metavar="ADDR", help="the run being evaluated (default: the one "
                    "still training, else the one with the fewest steps)")
     p.add_argument("--metric", action="append", default=[], metavar="M",
-                   help="metric to compare (repeatable; default: the metrics the student shares "
-                   "with a baseline, plus downstream metrics a baseline logs)")
+                   help="metric or glob such as 'val/*' to compare (repeatable; default: the "
+                   "metrics the student shares with a baseline, plus downstream metrics a "
+                   "baseline logs)")
+    p.add_argument("--all", action="store_true",
+                   help="show every compared metric as its own row (default: the headline metrics "
+                   "and one summary row per family of keys; --format json always holds every cell)")
     p.add_argument("--map", action="append", default=[], metavar="A=B",
                    help="treat logged key A as metric B (repeatable)")
     p.add_argument("--proxy", action="append", default=[], metavar="PATTERN",
@@ -129,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_compare(
         arms, metrics=args.metric or None, maps=parse_maps(args.map), student=student,
         align=args.align, x=args.x, rules=rules, goals=_goals(args.goal), last_k=args.last,
-        curves=bool(args.html or args.png),
+        curves=bool(args.html or args.png), show_all=args.all,
     )
     if args.html:
         from ..render.compare_html import write_compare_html
@@ -152,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_compare_csv(result))
     else:
         from ..render.compare_md import render_compare_markdown
+        from ..render.terminal import write_markdown
 
-        print(render_compare_markdown(result, args.precision, args.trace), end="")
+        write_markdown(render_compare_markdown(result, args.precision, args.trace))
     return 0

@@ -18,7 +18,8 @@ def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("diff", help="decision-grade diff of two runs (config, headline, seeds, verdict)")
     p.add_argument("a", metavar="A", help="address of run A (e.g. runs/exp-a/seed-0, journal:PATH)")
     p.add_argument("b", metavar="B", help="address of run B")
-    p.add_argument("--metric", default="loss", help="headline metric (default: loss)")
+    p.add_argument("--metric", help="headline metric (default: loss, else the main loss or "
+                   "accuracy both runs log)")
     p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
     p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
     p.add_argument("--all-keys", action="store_true", help="list every changed config key")
@@ -45,5 +46,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(dumps(result.to_dict()))
     else:
-        print(render_diff_markdown(result, args.precision), end="")
+        from ..render.terminal import write_markdown
+
+        write_markdown(render_diff_markdown(result, args.precision))
     return 0

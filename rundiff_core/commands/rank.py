@@ -36,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping, align=args.align)
     if emit("rank", args.format, result.to_dict):
         return 0
-    print(dumps(result.to_dict()) if args.format == "json" else render_rank(result, args.precision),
-          end="\n" if args.format == "json" else "")
+    if args.format == "json":
+        print(dumps(result.to_dict()))
+        return 0
+    from ..render.terminal import write_markdown
+
+    write_markdown(render_rank(result, args.precision))
     return 0

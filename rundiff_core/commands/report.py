@@ -35,9 +35,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0
     if args.output and args.output.endswith(".html"):
+        from ..engines.report import report_curves
         from ..render.report_html import render_report_html
 
-        text = render_report_html(rep, runs, grouping=grouping)
+        text = render_report_html(rep, report_curves(rep, runs, grouping))
     elif args.format == "json":
         text = dumps(rep.to_dict()) + "\n"
     else:
@@ -46,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(f"report written to {args.output}")
-    else:
+    elif args.format == "json":
         print(text, end="")
+    else:
+        from ..render.terminal import write_markdown
+
+        write_markdown(text)
     return 0

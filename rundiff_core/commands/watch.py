@@ -24,7 +24,8 @@ def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("watch", help="monitor live runs: freshness, progress, anomalies, completion")
     p.add_argument("sources", nargs="+", metavar="SRC")
     p.add_argument("--every", default="10m", help="check interval (e.g. 30s, 10m, 1h)")
-    p.add_argument("--stale", default="30m", help="alert when a running run has no new data for this long")
+    p.add_argument("--stale", default="30m", help="alert when a run without an exit record (any status but finished/crashed) has "
+                   "no new data for this long; 4× as long: likely killed")
     p.add_argument("--baseline", help="address of a baseline: alert when a loss diverges from it at the same step")
     p.add_argument("--divergence", type=float, default=0.10, help="relative loss gap that counts as divergence")
     p.add_argument("--notify", help="shell command (JSON on stdin) or http(s) URL (JSON POST)")
@@ -73,16 +74,9 @@ def _print(result: WatchResult, fmt: str) -> None:
     if fmt == "json":
         print(dumps(result.to_dict()))
         return
-    for c in result.runs:
-        prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
-        age = "—" if c.age_seconds is None else f"{c.age_seconds / 60:.1f} min ago"
-        moved = f"step {c.previous_step:g} → {c.last_step:g}" if c.previous_step is not None and c.last_step is not None \
-            else f"step {c.last_step:g}" if c.last_step is not None else "no points"
-        arm = f" (arm {c.arm})" if c.arm_size > 1 else ""
-        print(f"{c.run}{arm} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
-              + (f"; {prog}" if prog else ""))
-        for a in c.alerts:
-            print(f"  ALERT {a.kind}: {a.message}")
+    from ..render.many_md import render_watch
+
+    sys.stdout.write(render_watch(result))
     sys.stdout.flush()
 
 

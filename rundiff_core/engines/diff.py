@@ -18,6 +18,7 @@ from ..model import Run
 from ..redact import redact
 from .arms import Arm, ArmRules, is_identity_key, is_seed_key
 from .jsonable import jsonable
+from .selection import main_metric, natural_sorted
 from .stats import (
     STATISTICS,
     Headline,
@@ -35,7 +36,7 @@ VERDICT_SAME = "indistinguishable within trial variance"
 VERDICT_UNKNOWN = "unknown — only one seed per arm; rerun with N>=3 before claiming improvement"
 VERDICTS = (VERDICT_B, VERDICT_A, VERDICT_SAME, VERDICT_UNKNOWN)
 
-CONFIG_COLLAPSE_AT = 20
+CONFIG_COLLAPSE_AT = 10  # more changed keys → the count and the top 5 (the report stays ≤ 50 lines)
 GRAD_NORM_KEY = re.compile(r"grad(ient)?[_/.-]?norm", re.I)
 LR_KEY = re.compile(r"(^|[/._-])(lr|learning[_-]?rate)($|[/._-])", re.I)
 EVENT_CLASSES = {
@@ -239,7 +240,7 @@ def run_diff(
     a: Arm,
     b: Arm,
     *,
-    metric: str = "loss",
+    metric: str | None = None,
     goal: str | None = None,
     statistic: str = "last10_mean",
     all_keys: bool = False,
@@ -257,6 +258,8 @@ def run_diff(
     collapsed = len(changes) > CONFIG_COLLAPSE_AT and not all_keys
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
     available = {"A": keys_a, "B": keys_b}
+    if metric is None:  # the main loss both log (`loss` when it is there), as a user would pick
+        metric = main_metric(k for k in keys_a if k in set(keys_b)) or "loss"
     goal_source = "--goal" if goal else ("name" if goal_is_known(metric) else "assumed")
     goal = goal or goal_for(metric)
     headline_a = headline_b = None
@@ -270,7 +273,8 @@ def run_diff(
         missing = " and ".join(x.name for x, k in ((a, keys_a), (b, keys_b)) if metric not in k)
         raise MetricNotFoundError(
             f"metric '{metric}' is not logged by {missing}",
-            hint="available — A: " + ", ".join(keys_a[:15]) + " | B: " + ", ".join(keys_b[:15])
+            hint="available — A: " + ", ".join(natural_sorted(keys_a)[:15])
+            + " | B: " + ", ".join(natural_sorted(keys_b)[:15])
             + "; choose one with --metric",
         )
     else:

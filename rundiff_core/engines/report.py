@@ -13,14 +13,20 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RundiffError
 from ..model import Run
 from ..redact import redact
 from .arms import Grouping, is_identity_key, is_seed_key
+from .compare import CompareResult
 from .jsonable import jsonable
 from .rank import RankResult, run_rank
 from .roles import classify
-from .runset import Anomaly, common_step, gpu_hours, seed_groups, value_at  # noqa: F401
+from .runset import Anomaly, common_step, gpu_hours, group_anomalies, seed_groups, value_at  # noqa: F401
+from .selection import families, headline, natural_key
 from .stats import goal_for
+
+COLUMN_CAP = 3  # metrics per Proxy / Downstream column of the results table
+ANOMALY_RUNS = 8  # runs whose anomalies become findings before "and N more"
 
 
 @dataclass
@@ -28,11 +34,13 @@ class ResultRow:
     run: str
     address: str
     step: float
-    config_diff: dict[str, Any]
-    proxy: dict[str, float]
-    downstream: dict[str, float]
+    config_diff: dict[str, Any]  # keys whose value departs from the modal config
+    proxy: dict[str, float | None]  # None: the run does not log it
+    downstream: dict[str, float | None]
     gpu_hours: float | None
     status: str
+    config_absent: list[str] = field(default_factory=list)  # modal keys this run lacks
+    steps: dict[str, float] = field(default_factory=dict)  # metric → the step its value is from
 
 
 @dataclass
@@ -75,7 +83,9 @@ def _modal_config(runs: list[Run], grouping: Grouping) -> dict[str, Any]:
             rep = repr(v)
             counts.setdefault(k, Counter())[rep] += 1
             values[(k, rep)] = v
-    return {k: values[(k, sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])] for k, c in counts.items()}
+    # A key most runs lack is not part of the modal config: the runs that set it show it instead.
+    return {k: values[(k, sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])]
+            for k, c in counts.items() if sum(c.values()) * 2 > len(runs)}
 
 
 def _date(ts: float) -> str:
@@ -97,25 +107,32 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
     # by name first: the same runs read through another backend (a fleet dataset) keep their order,
     # so ties resolve the same way
     grouping = grouping or Grouping()
-    runs = sorted(runs, key=lambda r: (r.name, r.address))
+    runs = sorted(runs, key=lambda r: (natural_key(r.name), r.address))
     ranking: RankResult = run_rank(runs, metrics=metrics, grouping=grouping)
     primary = ranking.metrics[0]
-    shared = sorted(set.intersection(*(set(r.metric_keys()) for r in runs))) if runs else []
-    proxy = [m for m in shared if classify(m).group == "proxy"]
-    downstream = [m for m in shared if classify(m).group == "downstream"]
+    proxy, downstream = _headline_columns(runs, [m.metric for m in ranking.metrics])
     step = primary.step
     modal = _modal_config(runs, grouping)
+    steps = {m: common_step([r for r in runs if m in r.metric_keys()], m) for m in proxy + downstream}
     rows = []
-    at = {m: common_step(runs, m) for m in (*proxy, *downstream)}  # once, not once per run
     for r in runs:
         flat = _configured(r, grouping)
-        cdiff = {k: redact(flat.get(k), k) for k in sorted(set(flat) | set(modal))
-                 if flat.get(k) != modal.get(k)}
+        cdiff = {k: redact(flat[k], k) for k in sorted(flat) if k not in modal or flat[k] != modal[k]}
+        absent = sorted(k for k in modal if k not in flat) if flat else []
+        values: dict[str, dict[str, float | None]] = {"proxy": {}, "downstream": {}}
+        used: dict[str, float] = {}
+        for group, names in (("proxy", proxy), ("downstream", downstream)):
+            for m in names:
+                if m not in r.metric_keys():
+                    values[group][m] = None
+                    continue
+                pt = value_at(r, m, steps[m])
+                values[group][m] = pt.value
+                used[m] = pt.step_used
         rows.append(ResultRow(
             run=r.name, address=r.address, step=step, config_diff=cdiff,
-            proxy={m: value_at(r, m, at[m]).value for m in proxy},
-            downstream={m: value_at(r, m, at[m]).value for m in downstream},
-            gpu_hours=gpu_hours(r).gpu_hours, status=r.status,
+            proxy=values["proxy"], downstream=values["downstream"],
+            gpu_hours=gpu_hours(r).gpu_hours, status=r.status, config_absent=absent, steps=used,
         ))
     best = None
     if primary.best:
@@ -145,6 +162,12 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
                                     f"{primary.metric} (gap {gap:+.4g})", ev))
             recs.append(Finding(f"Run more seeds of {top.label} and {second.label}",
                                 ["the top groups cannot be told apart with the seeds available"]))
+        elif second.label in primary.untestable:
+            findings.append(Finding(f"{top.label} leads on {primary.metric} by {gap:+.4g} — not testable: "
+                                    "a single seed on one side, so not distinguishable from trial variance",
+                                    ev))
+            recs.append(Finding(f"Rerun {top.label} and {second.label} with N>=3 seeds",
+                                ["a single-seed group cannot be tested against the best"]))
         elif ranking.single_seed:
             findings.append(Finding(f"{top.label} leads on {primary.metric} by {gap:+.4g} — single-seed, "
                                     "not distinguishable from trial variance", ev))
@@ -159,10 +182,22 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
     if not downstream:
         recs.append(Finding("Evaluate on a downstream task before choosing a configuration",
                             ["only proxy metrics were logged by every run: no winner can be declared from them"]))
-    for a in ranking.anomalies:
-        findings.append(Finding(f"{a.run}: {a.kind}", [f"{a.detail} ({a.address})"]))
-        if a.kind in ("crashed", "kill", "nan"):
-            recs.append(Finding(f"Investigate and rerun {a.run}", [a.detail]))
+    groups = group_anomalies(ranking.anomalies)
+    for g in groups[:ANOMALY_RUNS]:
+        where = f"{len(g.runs)} runs" if len(g.runs) > 1 else g.runs[0]
+        count = f" ×{len(g.items)}" if len(g.runs) == 1 and len(g.items) > 1 else ""
+        names = [f"runs: {', '.join(g.runs[:6])}" + (f" and {len(g.runs) - 6} more" if len(g.runs) > 6 else "")
+                 ] if len(g.runs) > 1 else []
+        findings.append(Finding(f"{where}: {g.kind}{count}",
+                                names + [f"{a.detail} ({a.address})" for a in g.items[:3]]
+                                + ([f"and {len(g.items) - 3} more"] if len(g.items) > 3 else [])))
+        if g.kind in ("crashed", "kill", "nan", "no metrics"):
+            who = g.runs[0] if len(g.runs) == 1 else f"the {len(g.runs)} runs with {g.kind}"
+            recs.append(Finding(f"Investigate and rerun {who}", [g.items[0].detail]))
+    if len(groups) > ANOMALY_RUNS:
+        rest = sorted({r for g in groups[ANOMALY_RUNS:] for r in g.runs})
+        findings.append(Finding(f"{len(groups) - ANOMALY_RUNS} more anomaly groups",
+                                [", ".join(rest[:10]) + (" …" if len(rest) > 10 else "")]))
     still = [r for r in runs if r.status == "running"]
     if still:
         recs.append(Finding("Re-run this report when the running runs finish",
@@ -191,6 +226,44 @@ def _tail_slope(run: Run | None, metric: str) -> float | None:
     slope = float(np.polyfit(x[ok], y[ok], 1)[0]) * 1000
     noise = float(np.std(y[ok]))
     return slope if abs(slope) * np.ptp(x[ok]) / 1000 > noise else None
+
+
+def report_curves(rep: ExperimentReport, runs: list[Run],
+                  grouping: Grouping | None = None) -> CompareResult | None:
+    """The compare result behind the HTML report's plots: every metric most runs log compared
+    (one click away in the page), the report's own columns shown and plotted. None: < 2 arms."""
+    from .arms import arms_of
+    from .compare import run_compare
+
+    arms = arms_of([r for r in runs if r.metric_keys()], grouping)
+    if len(arms) < 2:
+        return None
+    columns = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
+    try:
+        result = run_compare(arms, curves=True)
+    except RundiffError:  # the default selection found nothing shared: plot the columns alone
+        result = None
+    if result is None or not set(columns) <= {m.metric for m in result.metrics}:
+        result = run_compare(arms, metrics=columns, curves=True)
+    result.shown = columns
+    return result
+
+
+def _headline_columns(runs: list[Run], ranked: list[str]) -> tuple[list[str], list[str]]:
+    """Proxy and downstream columns: the ranked metrics, then the headline metrics most runs log."""
+    logging = [set(r.metric_keys()) for r in runs if r.metric_keys()]
+    counts = Counter(k for ks in logging for k in ks)
+    common = [k for k, c in counts.items() if c > len(logging) / 2 or c == len(logging)]
+    out: dict[str, list[str]] = {"proxy": [], "downstream": []}
+    for group in out:
+        names = [m for m in common if classify(m).group == group]
+        fams = families(names)
+        members = {n for v in fams.values() for n in v}
+        chosen = [m for m in ranked if m in names]
+        chosen += [m for m in headline([n for n in names if n not in members], cap=COLUMN_CAP)
+                   if m not in chosen]
+        out[group] = chosen[:COLUMN_CAP]
+    return out["proxy"], out["downstream"]
 
 
 def _dedupe(items: list[Finding]) -> list[Finding]:

@@ -17,7 +17,8 @@ from ..errors import MetricNotFoundError
 from ..model import Run
 from .align import slice_at
 from .arms import Grouping, arm_for_ref, arms_of, attach
-from .stats import bootstrap_ci, goal_for, robust_spikes, sample_std
+from .selection import natural_key, natural_sorted
+from .stats import SPIKE_RULE, bootstrap_ci, goal_for, sample_std, spike_episodes
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
 GPU_KEYS = re.compile(r"(^|\.)(n_?gpus?|num_?gpus?|gpu_?count|gpus_per_node|world_size|devices)$", re.I)
@@ -169,31 +170,38 @@ def group_stat(group: Group, metric: str, step: float, align: str = "nearest") -
 
 
 def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None) -> list[str]:
-    """The metrics to rank on: those asked (each must be logged by some run), else the
-    downstream metrics every run logs, else the proxy ones."""
+    """The metrics to rank on: those asked (each must be logged by some run; globs expand), else
+    the downstream metrics most runs log, else the proxy ones. Runs that logged nothing are left
+    out of the count (they are reported as anomalies, never a reason to stop)."""
     keys = [set(r.metric_keys()) for r in runs]
+    everywhere = set().union(*keys) if keys else set()
     if asked:
-        everywhere = set().union(*keys) if keys else set()
-        missing = [m for m in asked if m not in everywhere]
+        from .selection import expand
+
+        names, unmatched = expand(list(asked), everywhere)
+        missing = unmatched + [m for m in names if m not in everywhere]
         if missing:
             raise MetricNotFoundError(
                 f"metric {', '.join(repr(m) for m in missing)} is logged by no run",
-                hint="logged metrics: " + ", ".join(sorted(everywhere)[:20]),
+                hint="logged metrics: " + ", ".join(natural_sorted(everywhere)[:20]),
             )
-        return list(asked)
-    common = sorted(set.intersection(*keys)) if keys else []
+        return names
+    logging = [k for k in keys if k]
+    counts = {k: sum(k in ks for ks in logging) for k in everywhere}
+    quorum = len(logging) / 2
+    common = natural_sorted(k for k, c in counts.items() if c > quorum or c == len(logging))
     from .roles import classify
 
     by_group: dict[str, list[str]] = {"downstream": [], "proxy": []}
-    for k in common:
+    for k in sorted(common, key=lambda k: (-counts[k], natural_key(k))):
         g = classify(k).group
         if g in by_group:
             by_group[g].append(k)
     chosen = by_group["downstream"] or by_group["proxy"]
     if not chosen:
         raise MetricNotFoundError(
-            "the runs share no metric to rank on",
-            hint="name one with --metric; logged: " + ", ".join(sorted(set().union(*keys))[:20]),
+            "the runs share no metric to rank on" if logging else "no run logged any metric",
+            hint="name one with --metric; logged: " + ", ".join(natural_sorted(everywhere)[:20]),
         )
     return chosen[:4]
 
@@ -236,48 +244,114 @@ def gpu_hours(run: Run) -> Efficiency:
     return Efficiency(runtime_s / 3600 * gpus, f"{runtime_s / 3600:.2f} h ({source}) × {gpus} GPU ({gpu_source})")
 
 
+# Kinds of anomaly, most severe first (the text lists them in this order within a run).
+ANOMALY_KINDS = ("no metrics", "crashed", "kill", "nan", "spike", "early_stop")
+
+
 @dataclass
 class Anomaly:
     run: str
     address: str
-    kind: str  # crashed | nan | spike | early_stop | kill
+    kind: str  # one of ANOMALY_KINDS
     detail: str
     step: float | None = None
+    metric: str | None = None
+    severity: float = 0.0  # higher first; spikes by how far they stood out
+    rule: str | None = None  # which rule fired
+
+
+def _severity(kind: str, score: float = 0.0) -> float:
+    rank = ANOMALY_KINDS.index(kind) if kind in ANOMALY_KINDS else len(ANOMALY_KINDS)
+    return float((len(ANOMALY_KINDS) - rank) * 1000 + min(max(score, 0.0), 999.0))
 
 
 def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
-    """Crashes, NaN/inf, loss spikes, kill/OOM events and early stops, with their evidence."""
+    """Empty runs, crashes, kill/OOM events, NaN/inf, loss spikes and early stops, most severe
+    first, each with the rule that fired and where."""
     out: list[Anomaly] = []
-    last_steps = {r.address: max((last_step(r, m) for m in metrics if m in r.metric_keys()), default=math.nan)
-                  for r in runs}
+    last_steps = {r.address: max((last_step(r, m) for m in metrics if m in r.metric_keys()),
+                                 default=math.nan) for r in runs}
     finite_last = [s for s in last_steps.values() if math.isfinite(s)]
     typical = float(np.median(finite_last)) if finite_last else math.nan
     for run in runs:
+        keys = run.metric_keys()
+        if not keys:
+            out.append(Anomaly(run.name, run.address, "no metrics",
+                               f"logged no scalar at all (status {run.status})",
+                               severity=_severity("no metrics"), rule="no metric key in the run"))
         if run.status == "crashed":
-            out.append(Anomaly(run.name, run.address, "crashed", "status crashed"))
+            out.append(Anomaly(run.name, run.address, "crashed", "status crashed",
+                               severity=_severity("crashed"), rule="the tracker recorded a crash"))
         for e in run.events:
             if e.kind in KILL_EVENTS:
-                out.append(Anomaly(run.name, run.address, "kill", f"{e.kind} event", e.step))
-        keys = run.metric_keys()
-        for m in list(metrics) + [k for k in keys if goal_for(k) == "min" and "loss" in k.lower() and k not in metrics]:
+                at = f" at step {e.step:g}" if e.step is not None else ""
+                out.append(Anomaly(run.name, run.address, "kill", f"{e.kind} event{at}", e.step,
+                                   severity=_severity("kill"), rule="a kill/OOM event was logged"))
+        watched = list(metrics) + [k for k in keys if goal_for(k) == "min" and "loss" in k.lower()
+                                   and k not in metrics]
+        for m in watched:
             if m not in keys:
                 continue
             steps, v, _ = run.series(m)
             bad = ~np.isfinite(v)
             if bad.any():
                 first = float(steps[bad][0])
-                out.append(Anomaly(run.name, run.address, "nan", f"{int(bad.sum())} NaN/inf value(s) in {m}", first))
+                out.append(Anomaly(run.name, run.address, "nan",
+                                   f"{int(bad.sum())} NaN/inf value(s) in {m}, first at step {first:g}",
+                                   first, m, _severity("nan"), "a non-finite value"))
             if "loss" in m.lower():
-                spikes = robust_spikes(steps, v)
-                spikes = [s for s in spikes if math.isfinite(s[1])]
-                if spikes:
-                    steps = ", ".join(f"{s[0]:g}" for s in spikes[:5])
-                    out.append(Anomaly(run.name, run.address, "spike", f"{len(spikes)} spike(s) in {m} at step {steps}", spikes[0][0]))
+                for e in spike_episodes(steps, v):
+                    if not math.isfinite(e.value):
+                        continue
+                    times = f"{e.value / e.level:.3g}× the local level {e.level:.4g}, " if e.level > 0 else ""
+                    span = (f", episode steps {e.first:g}–{e.last:g} ({e.points} points)"
+                            if e.points > 1 else "")
+                    out.append(Anomaly(
+                        run.name, run.address, "spike",
+                        f"{m} {e.value:.4g} at step {e.step:g} ({times}{min(e.score, 1e6):.3g} robust σ{span})",
+                        e.step, m, _severity("spike", e.score), SPIKE_RULE))
         ls = last_steps[run.address]
         if run.status == "finished" and math.isfinite(ls) and math.isfinite(typical) and ls < 0.8 * typical:
             out.append(Anomaly(run.name, run.address, "early_stop",
-                               f"finished at step {ls:g}, typical run reaches {typical:g}", ls))
+                               f"finished at step {ls:g}, typical run reaches {typical:g}", ls,
+                               severity=_severity("early_stop"),
+                               rule="finished before 80% of the median last step"))
+    out.sort(key=lambda a: -a.severity)
     return out
+
+
+@dataclass
+class AnomalyGroup:
+    """Anomalies of one kind: one run's (several spikes) or several runs' with the same detail."""
+
+    kind: str
+    runs: list[str]
+    items: list[Anomaly]
+
+    @property
+    def severity(self) -> float:
+        return max(a.severity for a in self.items)
+
+
+def group_anomalies(anomalies: Sequence[Anomaly]) -> list[AnomalyGroup]:
+    """By run and kind, then runs whose anomaly reads the same merged (twelve empty runs are one
+    line, not twelve); most severe first."""
+    by_run: dict[tuple[str, str], list[Anomaly]] = {}
+    for a in sorted(anomalies, key=lambda a: -a.severity):
+        by_run.setdefault((a.run, a.kind), []).append(a)
+    merged: dict[tuple[str, str], AnomalyGroup] = {}
+    out: list[AnomalyGroup] = []
+    for (run, kind), items in by_run.items():
+        same = (kind, items[0].detail) if len(items) == 1 else None
+        if same is not None and same in merged:
+            merged[same].runs.append(run)
+            merged[same].items += items
+            continue
+        group = AnomalyGroup(kind, [run], list(items))
+        if same is not None:
+            merged[same] = group
+        out.append(group)
+    return sorted(out, key=lambda g: -g.severity)
 
 
 @dataclass

@@ -95,58 +95,118 @@ def pooled_std(a: Sequence[float], b: Sequence[float]) -> float:
     return math.sqrt(((na - 1) * sa**2 + (nb - 1) * sb**2) / (na + nb - 2))
 
 
-def _block_stats(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row median, MAD×1.4826 and finite count of a 2-D array (NaN = missing)."""
+SPIKE_WINDOW = 11  # points in the centred rolling median (the local level)
+SPIKE_THRESHOLD = 8.0  # robust σ a point must stand above the local level
+SPIKE_RATIO = 4.0  # and, for a positive series, times the local level it must reach
+SPIKE_SEPARATION = 5  # points: flags closer than this are one episode
+SPIKE_RULE = (f"value > {SPIKE_THRESHOLD:g} robust σ above the rolling median of "
+              f"{SPIKE_WINDOW} points (σ of log values for a positive series, which must also "
+              f"exceed {SPIKE_RATIO:g}× that median)")
+
+
+@dataclass
+class Spike:
+    """One spike episode: its peak point, how far out it stood, and the points it spans."""
+
+    step: float  # the peak
+    value: float
+    score: float  # (value − local median) / robust σ; inf for a non-finite value
+    level: float  # the local median at the peak
+    first: float  # first and last flagged step of the episode
+    last: float
+    points: int
+    rule: str = SPIKE_RULE
+
+
+def _rolling_median(v: np.ndarray, w: int, chunk: int = 65536) -> np.ndarray:
+    """Centred rolling median ignoring NaN (edges use the points there are); bounded memory."""
     import warnings
 
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    h = w // 2
+    pad = np.concatenate([np.full(h, np.nan), v, np.full(h, np.nan)])
+    out = np.empty(len(v))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        has_nan = np.isnan(blocks).any()
-        med = np.nanmedian(blocks, axis=1) if has_nan else np.median(blocks, axis=1)
-        dev = np.abs(blocks - med[:, None])
-        mad = (np.nanmedian(dev, axis=1) if has_nan else np.median(dev, axis=1)) * 1.4826
-    return med, mad, np.sum(np.isfinite(blocks), axis=1)
+        for a in range(0, len(v), chunk):
+            b = min(a + chunk, len(v))
+            out[a:b] = np.nanmedian(sliding_window_view(pad[a:b + 2 * h], w), axis=1)
+    return out
 
 
-def robust_spikes(
-    steps: Sequence[float], values: Sequence[float], window: int = 25, threshold: float = 6.0
-) -> list[tuple[float, float, float]]:
-    """Points far above the robust level of the points before them: (step, value, score).
+def _block_spread(r: np.ndarray, block: int) -> np.ndarray:
+    """Robust σ (MAD × 1.4826) of |residuals| per block of points, repeated to every point."""
+    import warnings
 
-    The series is cut into blocks of b = clamp(n/6, 8, `window`) points; each point is scored
-    against the median and MAD (×1.4826, a robust σ) of the two blocks before its own (one for the
-    second block), so the reference holds b to 2b earlier points and never the point itself. A
-    point is a spike when (value − median) / robust σ exceeds `threshold`; non-finite values are
-    spikes too. Fully vectorised: a million points take milliseconds.
+    n = len(r)
+    nb = -(-n // block)
+    padded = np.full(nb * block, np.nan)
+    padded[:n] = r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mad = np.nanmedian(np.abs(padded.reshape(nb, block)), axis=1) * 1.4826
+    return np.repeat(mad, block)[:n]
+
+
+def spike_episodes(steps: Sequence[float], values: Sequence[float], *,
+                   window: int = SPIKE_WINDOW, threshold: float = SPIKE_THRESHOLD,
+                   ratio: float = SPIKE_RATIO, separation: int = SPIKE_SEPARATION) -> list[Spike]:
+    """Upward spikes far outside the run's local noise, one per episode (non-finite points too).
+
+    The local level is a centred rolling median of `window` points; the noise is the robust σ of
+    the residuals around it (per block of 4×window points, floored at half the whole series' σ, so
+    a noisy stretch raises its own bar), measured on log values when every value is positive
+    (losses vary by factors). A point is flagged when it stands more than `threshold` robust σ above
+    the level and, where the level is positive, more than `ratio` times it. Flags
+    fewer than `separation` points apart are one episode, reported at its peak. Noisy but healthy
+    curves flag next to nothing; a point 25× the level is always caught.
     """
     s = np.asarray(steps, dtype="float64")
     v = np.asarray(values, dtype="float64")
-    out: list[tuple[float, float, float]] = []
     n = len(v)
     if n < 10:
-        return out
-    b = int(max(8, min(window, n // 6)))
-    nblocks = -(-n // b)
-    padded = np.full(nblocks * b, np.nan)
-    padded[:n] = np.where(np.isfinite(v), v, np.nan)
-    blocks = padded.reshape(nblocks, b)
-    med1, mad1, cnt1 = _block_stats(blocks[:1])
-    if nblocks > 2:
-        med2, mad2, cnt2 = _block_stats(np.concatenate([blocks[:-2], blocks[1:-1]], axis=1))
-    else:
-        med2 = mad2 = cnt2 = np.array([])
-    ref_med = np.concatenate([[np.nan], med1, med2])[:nblocks]
-    ref_mad = np.concatenate([[np.nan], mad1, mad2])[:nblocks]
-    ref_cnt = np.concatenate([[0], cnt1, cnt2])[:nblocks]
-    med, mad = np.repeat(ref_med, b)[:n], np.repeat(ref_mad, b)[:n]
-    enough = np.repeat(ref_cnt >= 5, b)[:n]
+        return []
+    finite = np.where(np.isfinite(v), v, np.nan)
+    # A positive series (losses, perplexities) varies by factors: its noise is measured in logs.
+    positive = bool(np.isfinite(finite).any()) and bool(np.nanmin(finite) > 0)
     with np.errstate(all="ignore"):
-        scale = np.where(mad > 0, mad, np.maximum(np.abs(med) * 1e-3, 1e-12))
-        score = (v - med) / scale
-    flagged = (enough & (score > threshold)) | ~np.isfinite(v)
-    for i in np.flatnonzero(flagged):
-        out.append((float(s[i]), float(v[i]), float(score[i]) if np.isfinite(score[i]) else math.inf))
+        x = np.log(finite) if positive else finite
+    w = int(max(5, min(window, n // 4))) | 1
+    level_x = _rolling_median(x, w)
+    resid = x - level_x
+    with np.errstate(all="ignore"):
+        whole = float(np.nanmedian(np.abs(resid))) * 1.4826 if np.isfinite(resid).any() else 0.0
+        local = _block_spread(resid, 4 * w)
+        rel = 1e-3 if positive else np.maximum(np.abs(level_x) * 1e-3, 1e-12)
+        floor = np.maximum(0.5 * whole, rel)
+        sigma = np.maximum(np.nan_to_num(local, nan=0.0), floor)
+        score = resid / sigma
+        level = np.exp(level_x) if positive else level_x
+        flagged = score > threshold
+        flagged &= ~(level > 0) | (finite > ratio * level)
+    flagged |= ~np.isfinite(v)
+    out: list[Spike] = []
+    idx = np.flatnonzero(flagged)
+    start = 0
+    for k in range(1, len(idx) + 1):
+        if k == len(idx) or idx[k] - idx[k - 1] >= separation:
+            ep = idx[start:k]
+            sc = np.where(np.isfinite(v[ep]), score[ep], np.inf)
+            p = int(ep[int(np.argmax(sc))])
+            out.append(Spike(float(s[p]), float(v[p]), float(sc.max()), float(level[p]),
+                             float(s[ep[0]]), float(s[ep[-1]]), len(ep)))
+            start = k
     return out
+
+
+def robust_spikes(
+    steps: Sequence[float], values: Sequence[float], window: int = SPIKE_WINDOW,
+    threshold: float = SPIKE_THRESHOLD,
+) -> list[tuple[float, float, float]]:
+    """(step, value, score) of each spike episode's peak; see `spike_episodes` for the rule."""
+    return [(e.step, e.value, e.score)
+            for e in spike_episodes(steps, values, window=window, threshold=threshold)]
 
 
 def bootstrap_ci(

@@ -26,6 +26,8 @@ from .jsonable import jsonable
 from .runset import KILL_EVENTS
 from .stats import goal_for, robust_spikes
 
+ENDED = ("finished", "crashed")  # statuses that come from an exit record
+KILLED_FACTOR = 4  # silent this many --stale periods without an exit record: likely killed
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.I)
 
 
@@ -36,6 +38,17 @@ def parse_duration(text: str) -> float:
         raise UsageError(f"cannot read duration {text!r}", hint="use e.g. 30s, 10m, 2h")
     unit = (m.group(2) or "s").lower()[0]
     return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+def human_age(seconds: float) -> str:
+    """An age a person reads: '45 s', '12 min', '3.2 h', '4.1 days', '3.7 years'."""
+    s = abs(seconds)
+    for limit, unit, size in ((90, "s", 1), (5400, "min", 60), (86400 * 1.5, "h", 3600),
+                              (86400 * 365 * 1.5, "days", 86400)):
+        if s < limit:
+            value = s / size
+            return f"{value:.0f} {unit}" if unit in ("s", "min") else f"{value:.1f} {unit}"
+    return f"{s / (86400 * 365.25):.1f} years"
 
 
 def cache_dir() -> str:
@@ -137,12 +150,16 @@ def check_run(
     last = float(h["step"].max()) if len(h) else None
     new = h if prev_step is None else h[h["step"] > prev_step]
     age = _freshness(run, now)
-    alive = run.status == "running" and (age is None or age <= stale_after)
+    ended = run.status in ENDED
+    alive = not ended and (age is None or age <= stale_after)
     check = RunCheck(run.name, run.address, run.status, last, prev_step, int(len(new)), {}, age, alive)
     alerts = check.alerts
-    if run.status == "running" and age is not None and age > stale_after:
-        alerts.append(Alert(run.name, run.address, "stale",
-                            f"no new data for {age / 60:.1f} min (threshold {stale_after / 60:.1f} min)", last))
+    if not ended and age is not None and age > stale_after:
+        # Whatever the recorded status says: a run that logs nothing past --stale is not alive.
+        text = f"no new data for {human_age(age)} (--stale {human_age(stale_after)})"
+        if age > KILLED_FACTOR * stale_after:
+            text += f"; no exit record either (status {run.status}): likely killed"
+        alerts.append(Alert(run.name, run.address, "stale", text, last))
     for key in sorted(set(new["key"].astype(str))):
         kh = h[h["key"].astype(str) == key]
         knew = new[new["key"].astype(str) == key]
@@ -188,7 +205,8 @@ def check_run(
                                     f"{reached[0].x_used:g} (+{(v - b_value) / abs(b_value):.0%})", s_step))
     prev_status = previous.get("status")
     if run.status in ("finished", "crashed") and prev_status not in ("finished", "crashed"):
-        alerts.append(Alert(run.name, run.address, run.status, f"run {run.status} at step {last}", last))
+        where = f"at step {last:g}" if last is not None else "before logging any point"
+        alerts.append(Alert(run.name, run.address, run.status, f"run {run.status} {where}", last))
     state = {"last_step": last, "status": run.status, "events": len(run.events),
              "values": {k: v["now"] for k, v in check.progress.items()} | {
                  k: v for k, v in previous.get("values", {}).items() if k not in check.progress}}

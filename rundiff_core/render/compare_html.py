@@ -1,12 +1,13 @@
 """The compare report as one self-contained HTML file: plotly.js embedded, no CDN, no network.
 
 Per metric: the aligned curves of every run (seed groups as mean ± σ bands), the student's step
-marked, the values the table used as markers; then the same tables, trends, sources and reading as
+marked, the values the table used as markers; then the same tables, notes, footnotes and reading as
 the Markdown report (both come from `compare_md.build_report`). Smoothing is for display only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -20,6 +21,7 @@ from ..engines.compare import CompareResult
 from .compare_md import Report, Table, build_report
 from .compare_plots import Figure, build_figures, require
 
+STATE = ' class="state"'
 _FOOTNOTE = re.compile(r"\s*\[\^(\d+)\]")
 
 
@@ -49,38 +51,53 @@ def _cell(text: str) -> str:
     return _FOOTNOTE.sub(lambda m: f' <sup><a href="#src-{m.group(1)}">{m.group(1)}</a></sup>', out)
 
 
-def _table(t: Table) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = []
-    for row in t.rows:
-        cls = ' class="student"' if "(student)" in row[1] else ""
-        cells = []
-        for i, c in enumerate(row):
-            cls_td = ' class="state"' if i == 3 and c.startswith("not ") else ""
-            cells.append(f"<td{cls_td}>{_cell(c)}</td>")
-        body.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    for row in rows:
+        cells = "".join(f"<td{STATE if c.startswith('not ') else ''}>{_cell(c)}</td>" for c in row)
+        body.append(f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _table(t: Table) -> str:
+    return _html_table(t.header, t.rows)
 
 
 def _sections(rep: Report, figures: list[Figure], last_k: int) -> str:
     out = []
     index = {f.metric: i for i, f in enumerate(figures)}
     for t in rep.tables:
-        parts = [f'<section class="group" data-group="{t.group}">', f"<h2>{html.escape(t.title)}</h2>"]
+        title = t.title + (f" — {t.step}" if t.step else "")
+        parts = [f'<section class="group" data-group="{t.group}">', f"<h2>{html.escape(title)}</h2>"]
         for f in figures:
             if f.group == t.group:
                 parts.append(f'<div class="rundiff-plot" id="plot-{index[f.metric]}" '
                              f'data-metric="{html.escape(f.metric, quote=True)}"></div>')
         if t.rows:
             parts.append(_table(t))
+        if t.family_rows:
+            parts.append(_html_table(t.family_header, t.family_rows))
         parts += [f'<p class="note">{html.escape(n)}</p>' for n in t.notes]
-        if t.trends:
-            parts.append(f"<p>Trend over the student's last {last_k} points:</p>")
-            parts.append('<ul class="trends">'
-                         + "".join(f"<li>{html.escape(x)}</li>" for x in t.trends) + "</ul>")
         parts.append("</section>")
         out.append("\n".join(parts))
+    if rep.more:
+        out.append(f'<p class="note">{html.escape(rep.more)}</p>')
+    if rep.notes or rep.warnings:
+        items = [*rep.notes, *(f"note: {w}" for w in rep.warnings)]
+        out.append('<section class="notes"><h2>Notes</h2><ul>'
+                   + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul></section>")
     return "\n".join(out)
+
+
+def _every_metric(result: CompareResult, precision: int, trace: bool) -> str:
+    """Every compared metric, one click away (a closed <details>) when the page shows a selection."""
+    if result.show_all or not result.hidden:
+        return ""
+    full = build_report(dataclasses.replace(result, show_all=True), precision, trace)
+    tables = "".join(f"<h3>{html.escape(t.title)}</h3>{_table(t)}" for t in full.tables if t.rows)
+    return (f'<details class="all-metrics"><summary>All {len(result.metrics)} compared metrics'
+            f"</summary>{tables}</details>")
 
 
 def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: float = 0.0,
@@ -90,7 +107,8 @@ def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: fl
     plotly = require("plotly")
 
     rep = build_report(result, precision, trace)
-    figures = build_figures(result, smooth)
+    shown = set(result.shown)
+    figures = [f for f in build_figures(result, smooth) if result.show_all or f.metric in shown]
     # Figures in the order the sections show them, so plot ids follow the page.
     order = {t.group: i for i, t in enumerate(rep.tables)}
     figures.sort(key=lambda f: order.get(f.group, 99))
@@ -113,9 +131,9 @@ def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: fl
         style=_asset("compare.css"),
         plotlyjs=offline.get_plotlyjs(),
         plotly_version=html.escape(_plotlyjs_version(offline.get_plotlyjs()[:300], plotly)),
-        preamble="\n".join(f"<li>{html.escape(p)}</li>" for p in rep.preamble),
+        preamble="\n".join(f"<li>{html.escape(p)}</li>" for p in [rep.legend, *rep.preamble]),
         warnings=warnings,
-        sections=_sections(rep, figures, result.last_k),
+        sections=_sections(rep, figures, result.last_k) + _every_metric(result, precision, trace),
         sources="\n".join(f'<li id="src-{i}">{html.escape(s)}</li>'
                           for i, s in enumerate(rep.sources, start=1)),
         conclusion="\n".join(f"<p>{html.escape(c)}</p>" for c in rep.conclusion),

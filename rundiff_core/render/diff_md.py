@@ -9,6 +9,7 @@ from ..redact import redact
 from . import fmt, fmt_delta, fmt_step, md_table
 
 MAX_SPIKES_SHOWN = 6
+MAX_FLAGS = 3
 
 
 def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
@@ -22,7 +23,7 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
         out.append(f"arm {side}: {arm['members']}{named}{how}" + ("  " if side == "A" else ""))
     if r.warnings:
         out.append("")
-        shown = r.warnings[:4]
+        shown = r.warnings[:3]
         out += [f"> warning: {w}" for w in shown]
         if len(r.warnings) > len(shown):
             out.append(f"> … {len(r.warnings) - len(shown)} more warnings (--format json lists all)")
@@ -57,6 +58,10 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
              fmt_delta(b["last10_mean"] - a["last10_mean"], precision)],
         ]
         out += md_table(["metric", "A", "B", "Δ (B − A)"], rows)
+        shared = set(r.available_metrics.get("A", [])) & set(r.available_metrics.get("B", []))
+        if len(shared) > 1:
+            out.append(f"{len(shared) - 1} other shared metrics: `rundiff compare` tables them, "
+                       "`--metric` makes one the headline.")
     out += ["", "## Stability"]
     st = r.stability
     for label in ("A", "B"):
@@ -77,7 +82,9 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
         "- events: A " + ", ".join(f"{k} {v}" for k, v in ea.items())
         + "; B " + ", ".join(f"{k} {v}" for k, v in eb.items())
     )
-    out += [f"- **{flag}**" for flag in st["flags"]]
+    out += [f"- **{flag}**" for flag in st["flags"][:MAX_FLAGS]]
+    if len(st["flags"]) > MAX_FLAGS:
+        out.append(f"- … {len(st['flags']) - MAX_FLAGS} more findings (--format json lists all)")
     out += ["", f"## Variance ({r.statistic} per seed)"]
     if r.variance_a is None or r.variance_b is None:
         out.append("unavailable")

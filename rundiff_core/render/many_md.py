@@ -7,6 +7,11 @@ import math
 from ..engines.rank import RankResult
 from . import fmt, fmt_step, md_table
 
+ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
+RANK_ROWS = 15
+REPORT_ROWS = 20
+ABLATE_ROWS = 24  # ablation × metric rows (largest impact first) before "and N more"  # results-table rows before "and N more"  # rows per ranked metric before "and N more"
+
 
 def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
     if n >= 2 and math.isfinite(std):
@@ -33,19 +38,57 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
                 vs = "untestable (single seed)"
             steps = sorted({fmt_step(p.step_used) for p in s.points})
             rows.append([str(i), s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
-        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"], rows)
+        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"],
+                        rows[:RANK_ROWS])
+        if len(rows) > RANK_ROWS:
+            out.append(f"… and {len(rows) - RANK_ROWS} more groups (--format json lists all)")
     primary = r.metrics[0]
     out += ["", "## Summary"]
     out.append(f"- best overall ({primary.metric}): {primary.best or '—'}")
     for m in r.metrics[1:]:
         out.append(f"- best on {m.metric}: {m.best or '—'}")
     out.append(f"- most efficient: {r.most_efficient or '—'} — {r.efficiency_note}")
-    if r.anomalies:
-        out += ["", "## Anomalies"]
-        for a in r.anomalies:
-            where = f" (step {fmt_step(a.step)})" if a.step is not None else ""
-            out.append(f"- {a.run}: {a.kind} — {a.detail}{where}")
+    out += anomaly_lines(r.anomalies)
     return "\n".join(out) + "\n"
+
+
+def _runs(names: list[str], cap: int = 4) -> str:
+    head = ", ".join(names[:cap])
+    return head + (f" and {len(names) - cap} more" if len(names) > cap else "")
+
+
+def anomaly_lines(anomalies: list, cap: int = ANOMALY_CAP, per: int = 3) -> list[str]:  # noqa: ANN001
+    """Anomalies grouped by run and kind (runs reading the same merged), most severe first,
+    capped with a count."""
+    if not anomalies:
+        return []
+    from ..engines.runset import group_anomalies
+
+    groups = group_anomalies(anomalies)
+    runs = {a.run for a in anomalies}
+    out = ["", f"## Anomalies ({len(anomalies)} in {len(runs)} run{'s' if len(runs) != 1 else ''}, "
+               "most severe first)"]
+    for g in groups[:cap]:
+        if len(g.runs) > 1:
+            out.append(f"- {g.kind} in {len(g.runs)} runs ({_runs(g.runs)}): {g.items[0].detail}")
+            continue
+        head = f"{g.kind} ×{len(g.items)}" if len(g.items) > 1 else g.kind
+        details = "; ".join(a.detail for a in g.items[:per])
+        more = f"; and {len(g.items) - per} more" if len(g.items) > per else ""
+        out.append(f"- {g.runs[0]} — {head}: {details}{more}")
+    if len(groups) > cap:
+        rest = sum(len(g.items) for g in groups[cap:])
+        out.append(f"- … and {rest} more in {len(groups) - cap} run/kind groups (--format json lists all)")
+    rules = dict.fromkeys(a.rule for a in anomalies if a.kind == "spike" and a.rule)
+    out += [f"- rule (spike): {rule}" for rule in rules]
+    return out
+
+
+def _change(c) -> str:  # noqa: ANN001 - ConfigChange
+    """`key: old → new`, a key one side lacks written as absent (never None)."""
+    old = "absent" if c.change == "added" else repr(c.old)
+    new = "absent" if c.change == "removed" else repr(c.new)
+    return f"{c.key}: {old} → {new}"
 
 
 def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
@@ -57,7 +100,7 @@ def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
     out += ["", "Ranked by impact (largest relative change on any metric first).", ""]
     rows = []
     for a in r.ablations:
-        changed = "; ".join(f"{c.key}: {c.old!r} → {c.new!r}" for c in a.changes[:4]) or "(no config change)"
+        changed = "; ".join(_change(c) for c in a.changes[:4]) or "(no config change)"
         if len(a.changes) > 4:
             changed += f"; +{len(a.changes) - 4} more"
         for e in a.effects:
@@ -68,11 +111,16 @@ def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
             rows.append([a.label, changed, e.metric, fmt_step(e.step), fmt(e.baseline, precision),
                          fmt(e.value, precision), f"{fmt_delta(e.delta, precision)} {unc}", f"N={e.n_baseline}/{e.n_ablation}", verdict])
             changed = "〃"
-    out += md_table(["ablation", "changed keys", "metric", "step", "baseline", "value", "Δ", "N base/abl", "direction"], rows)
+    out += md_table(["ablation", "changed keys", "metric", "step", "baseline", "value", "Δ", "N base/abl", "direction"],
+                    rows[:ABLATE_ROWS])
+    if len(rows) > ABLATE_ROWS:
+        out.append(f"… and {len(rows) - ABLATE_ROWS} more rows, smaller impact (--format json lists all)")
     if r.interactions:
         out += ["", "## Interactions"]
-        for i in r.interactions:
+        for i in r.interactions[:ANOMALY_CAP]:
             out.append(f"- {i.keys[0]} × {i.keys[1]} on {i.metric}: {i.detail}")
+        if len(r.interactions) > ANOMALY_CAP:
+            out.append(f"- … and {len(r.interactions) - ANOMALY_CAP} more (--format json lists all)")
     return "\n".join(out) + "\n"
 
 
@@ -88,14 +136,24 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     header = ["Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
     rows = []
     for r in rep.rows:
-        cd = "; ".join(f"{k}={v!r}" for k, v in list(r.config_diff.items())[:3]) or "(modal config)"
-        if len(r.config_diff) > 3:
-            cd += f"; +{len(r.config_diff) - 3}"
-        proxy = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.proxy.items()) or "—"
-        down = "; ".join(f"{k} {fmt(v, precision)}" for k, v in r.downstream.items()) or "—"
-        rows.append([r.run, fmt_step(r.step), cd, proxy, down,
+        parts = [f"{k}={v!r}" for k, v in r.config_diff.items()] + [f"{k} absent" for k in r.config_absent]
+        cd = "; ".join(parts[:3]) or "(modal config)"
+        if len(parts) > 3:
+            cd += f"; +{len(parts) - 3}"
+
+        def cells(values: dict, r=r) -> str:  # noqa: ANN001
+            out = []
+            for k, v in values.items():
+                at = r.steps.get(k)
+                mark = f" @ {fmt_step(at)}" if at is not None and at != rep.step else ""
+                out.append(f"{k} {'not logged' if v is None else fmt(v, precision)}{mark}")
+            return "; ".join(out) or "—"
+
+        rows.append([r.run, fmt_step(r.step), cd, cells(r.proxy), cells(r.downstream),
                      "—" if r.gpu_hours is None else f"{r.gpu_hours:.2f}", r.status])
-    out += md_table(header, rows)
+    out += md_table(header, rows[:REPORT_ROWS])
+    if len(rows) > REPORT_ROWS:
+        out.append(f"… and {len(rows) - REPORT_ROWS} more runs (--format json lists all)")
     out += ["", "## Key findings"]
     if not rep.findings:
         out.append("- none")
@@ -108,3 +166,25 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     for f in rep.recommendations:
         out.append(f"- {f.text} — because {'; '.join(f.evidence)}")
     return "\n".join(out) + "\n"
+
+
+def render_watch(result, alerts_per_run: int = 3) -> str:  # noqa: ANN001 - WatchResult
+    """One line per run (status, progress, age in human units) and its alerts, capped per run."""
+    from ..engines.watch import human_age
+
+    out = []
+    for c in result.runs:
+        prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
+        if len(c.progress) > 4:
+            prog += f" (+{len(c.progress) - 4} keys)"
+        age = "—" if c.age_seconds is None else f"{human_age(c.age_seconds)} ago"
+        moved = (f"step {c.previous_step:g} → {c.last_step:g}"
+                 if c.previous_step is not None and c.last_step is not None
+                 else f"step {c.last_step:g}" if c.last_step is not None else "no points")
+        arm = f" (arm {c.arm})" if getattr(c, "arm_size", 1) > 1 else ""
+        out.append(f"{c.run}{arm} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
+                   + (f"; {prog}" if prog else ""))
+        out += [f"  ALERT {a.kind}: {a.message}" for a in c.alerts[:alerts_per_run]]
+        if len(c.alerts) > alerts_per_run:
+            out.append(f"  … and {len(c.alerts) - alerts_per_run} more alerts (--format json lists all)")
+    return "\n".join(out) + ("\n" if out else "")

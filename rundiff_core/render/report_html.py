@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
 
-from ..model import Run
+from ..engines.compare import CompareResult
+from .compare_html import render_compare_html
 from .many_md import render_report
 
 _TABLE_SEP = re.compile(r"^\|[-| :]+\|$")
@@ -54,18 +54,16 @@ def markdown_to_html(text: str) -> str:
     return "\n".join(out)
 
 
-def render_report_html(rep, runs: Sequence[Run], grouping=None) -> str:  # noqa: ANN001 - ExperimentReport, Grouping
-    from ..engines.arms import arms_of
-    from ..engines.compare import run_compare
-    from .compare_html import render_compare_html
-
-    arms = arms_of(list(runs), grouping)
-    metrics = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
-    result = run_compare(arms, metrics=metrics, curves=True)
-    page = render_compare_html(result)
+def render_report_html(rep, curves: CompareResult | None) -> str:  # noqa: ANN001 - ExperimentReport
+    """The report's sections above the compare page for `curves` (plots of the shown metrics,
+    every compared metric one click away); a plain page when there is nothing to plot."""
     report = markdown_to_html(render_report(rep))
-    section = f'<section class="experiment-report">\n{report}\n</section>\n<h1>Curves</h1>'
-    return page.replace("<body>", "<body>\n" + section, 1).replace(
+    section = f'<section class="experiment-report">\n{report}\n</section>'
+    if curves is None:
+        return ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Experiment report'
+                f"</title></head><body>\n{section}\n</body></html>\n")
+    page = render_compare_html(curves)
+    return page.replace("<body>", "<body>\n" + section + "\n<h1>Curves</h1>", 1).replace(
         f"<title>{html.escape(result_title(page))}</title>", "<title>Experiment report</title>", 1)
 
 

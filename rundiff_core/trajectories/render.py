@@ -409,10 +409,13 @@ def _outcome(rec: TaskRecord) -> str:
 # -- one-screen summary -----------------------------------------------------------------------------
 
 
+SUMMARY_PAIRS = 4  # pair blocks (≤ 9 lines each) the terminal summary shows
+
+
 def summary_lines(pairs: list[PairDiff], report_path: str | None = None) -> list[str]:
     """What the CLI prints: one block per pair, short enough for one screen."""
     out: list[str] = []
-    for p in pairs:
+    for p in pairs[:SUMMARY_PAIRS]:
         s = p.summary
         A, B = p.baseline.label, p.candidate.label
         tr = s["matrix"]["train"]
@@ -435,6 +438,9 @@ def summary_lines(pairs: list[PairDiff], report_path: str | None = None) -> list
                    + (" (directional only)" if s["verdict"]["directional_only"] else "")
                    + f" — N={s['verdict']['n_shared']} shared, {s['verdict']['n_classified']} classified")
         out.append(f"  {s['regressions']['text']}")
+    if len(pairs) > SUMMARY_PAIRS:
+        out.append(f"… and {len(pairs) - SUMMARY_PAIRS} more pairs"
+                   + (" in the report" if report_path else " (--format json lists all)"))
     if report_path:
         out.append(f"report: {report_path}")
     return out

@@ -170,11 +170,14 @@ def test_four_backends_markdown_names_every_run_fully(four_backends, capsys):
     code = main(["compare", addr["tb"], addr["mlflow"], addr["wandb"], addr["journal"]])
     out, err = capsys.readouterr()
     assert code == 0, err
-    table = [line for line in out.splitlines() if line.startswith("| loss/train")]
-    assert len(table) == 4
+    (row,) = [line for line in out.splitlines() if line.startswith("| loss/train")]
+    header = next(line for line in out.splitlines() if line.startswith("| metric"))
+    assert len(row.split("|")) == len(header.split("|")) == 1 + 1 + 4 + 3 + 1  # arms, then Δs
     names = ("exp-journal-student", "exp-tensorboard-baseline", "exp-mlflow-baseline",
              "exp-wandb-baseline")
+    legend = [line for line in out.splitlines() if line.startswith("- **")]
     for name in names:
-        assert sum(name in line for line in table) == 1, (name, table)
+        assert sum(name in line for line in legend) == 1, (name, legend)
+        assert name in header
     for scheme in ("journal:", "tb:", "mlflow:", "wandb:"):
-        assert any(line.startswith("[^") and scheme in line for line in out.splitlines()), scheme
+        assert any(f"`{scheme}" in line and "run id" in line for line in legend), scheme

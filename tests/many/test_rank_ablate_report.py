@@ -73,9 +73,16 @@ def test_rank_reports_anomalies_and_efficiency(tmp_path, capsys):
     code, out, _ = cli(capsys, "rank", str(tmp_path), "--metric", "loss")
     assert code == 0
     assert "single-seed ranking" in out
-    assert "nan — 1 NaN/inf value(s) in loss" in out
-    assert "kill — oom event (step 150)" in out
-    assert "spike — 1 spike(s) in loss at step 120" in out
+    assert "nan: 1 NaN/inf value(s) in loss, first at step 100" in out
+    assert "kill: oom event at step 150" in out
+    # the planted spike: once, with where and how far out it stood, and the rule that fired
+    (spike,) = [line for line in out.splitlines() if " — spike" in line]
+    assert "spike: loss 50 at step 120 (" in spike and "× the local level" in spike
+    assert "- rule (spike): value > 8 robust σ above the rolling median" in out
+    # most severe first: the kill, then the NaN, then the spike
+    lines = out.splitlines()
+    order = [next(i for i, line in enumerate(lines) if f" — {k}" in line) for k in ("kill", "nan", "spike")]
+    assert order == sorted(order)
     assert "most efficient:" in out and "× 4 GPU" not in out  # note is about the group, with hours
     data = json.loads(cli(capsys, "rank", str(tmp_path), "--metric", "loss", "--format", "json")[1])
     eff = next(iter(data["efficiency"].values()))
