@@ -157,7 +157,9 @@ def _legend(r: CompareResult) -> list[str]:
             apart = [sd["address"] for sd in info.seeds if given not in str(sd["address"])]
             where = (f"{info.n_seeds} seeds given as `{info.address}` · run ids {ids}"
                      + (f" ({', '.join(f'`{a}`' for a in apart)})" if apart else ""))
-        out.append(f"**{info.label}**{role} — {where} · {info.status}")
+        members = info.members or (str(info.seeds[0]["name"]) if info.n_seeds == 1 else "")
+        who = f" = {members}" if members and members != info.label else ""
+        out.append(f"**{info.label}**{who}{role} — {where} · {info.status}")
     return out
 
 

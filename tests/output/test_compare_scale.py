@@ -38,7 +38,9 @@ def test_default_compare_fits_one_screen(wide, capsys):
     assert not any(line.startswith("| val/ngram_1 ") for line in lines)  # members folded
     # both runs traceable: full name, address and run id in the legend
     for hidden, rid in WIDE_IDS.items():
-        (entry,) = [line for line in lines if line.startswith(f"- **hidden-{hidden}**")]
+        # the arm is labelled by the config that tells it apart, and named by its run
+        (entry,) = [line for line in lines
+                    if line.startswith(f"- **hidden_size={hidden}** = hidden-{hidden}")]
         assert f"`wandb:{runs[hidden]}`" in entry and f"run id {rid}" in entry
     more = next(line for line in lines if "more metrics were compared" in line)
     assert "`--all`" in more and "--format json" in more and more.startswith("254 ")
@@ -114,3 +116,4 @@ def test_html_plots_the_selection_and_keeps_every_metric_one_click_away(wide, tm
     details = text[text.index('<details class="all-metrics">'):]
     assert "All 255 compared metrics" in details
     assert all(f"<td>val/ngram_{n} ↓</td>" in details for n in (1, 2, 10, 127))
+
