@@ -70,7 +70,7 @@ def test_compare_frame_holds_the_baseline_at_the_students_step(journal: Path,
     r = rundiff.compare("journal:base", "journal:student", metric="loss")
     assert capsys.readouterr().out == ""  # nothing printed
     frame = r.to_frame()
-    assert r.student == "student" and r.step == 160
+    assert r.student == "optim.lr=0.0004" and r.step == 160  # arms are named by what tells them apart
     base = frame[frame["role"] == "baseline"].iloc[0]
     assert base["run"] == "base" and base["target"] == 160 and base["step_used"] == 160
     assert base["value"] == pytest.approx(_loss(160, 0.5))  # not the baseline's end (step 500)
@@ -85,7 +85,8 @@ def test_compare_frame_holds_the_baseline_at_the_students_step(journal: Path,
     assert r._repr_markdown_() == r.to_markdown()
     page = r._repr_html_()
     assert "<table>" in page and "plotly-graph-div" in page and "student at step 160" in page
-    assert "[^1]" not in page and "<sup>1</sup>" in page  # footnotes link the cells to sources
+    # every cell is read at the shared step: no footnotes; the legend traces each arm to its run
+    assert "[^1]" not in page and "run id base" in page and "run id student" in page
     assert _hashes(journal) == before and sorted(os.listdir(journal)) == ["base", "student"]
 
 
@@ -206,7 +207,7 @@ def test_results_have_short_reprs_and_the_package_exports_what_it_lists(
     assert str(r) == r.to_markdown()
     c = rundiff.compare("runs/exp-baseline", "runs/exp-student/seed-0", metric="loss")
     assert repr(c) == ("<rundiff.CompareResult: 1 baseline(s) at step 160 of student "
-                       "runs/exp-student/seed-0, 1 metric(s)>")
+                       "optim.lr=0.0004, 1 metric(s)>")
     assert sorted(rundiff.__all__) == sorted(rundiff._EXPORTS)
     for name in rundiff.__all__:
         assert getattr(rundiff, name) is not None

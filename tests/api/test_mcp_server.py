@@ -87,7 +87,8 @@ def test_stdio_client_lists_tools_compares_and_refuses(demo_runs: Path, tmp_path
     student_step = compare.structured_content["current_x"]
     assert student_step == 160 and all(step == student_step for arm in cells.values() for step, _ in arm)
     text = compare.content[0].text
-    baseline_row = next(line for line in text.splitlines() if line.startswith("| loss (min) | runs/exp-baseline"))
+    # the wide table: one row per metric, a column per arm (the baseline's mean ± σ among them)
+    baseline_row = next(line for line in text.splitlines() if line.startswith("| loss "))
     mean = cli["metrics"][0]["rows"][1]["value"]
     assert f"{mean:.4f}" in baseline_row  # the value printed is the CLI's, at the student's step
 
