@@ -102,6 +102,7 @@ def memory_run(
     seed: int | None = None,
     events: Sequence[Any] = (),
     address: str | None = None,
+    env: Mapping[str, Any] | None = None,
 ) -> Run:
     """A Run backed by arrays: `series` maps key → (steps, values)."""
     parts = [make_history(s, [k] * len(s), v) for k, (s, v) in series.items()]
@@ -115,6 +116,7 @@ def memory_run(
         summary=dict(summary or {}),
         status=status,
         seed=seed,
+        env=dict(env or {}),
         events=list(events),
         loader=lambda keys: filter_keys(frame, keys),
     )
