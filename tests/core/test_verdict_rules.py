@@ -12,7 +12,13 @@ import statistics
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
-from rundiff_core.engines.diff import VERDICT_A, VERDICT_B, VERDICT_SAME, VERDICT_UNKNOWN, verdict_for
+from rundiff_core.engines.diff import (
+    VERDICT_A,
+    VERDICT_B,
+    VERDICT_SAME,
+    VERDICT_UNKNOWN,
+    verdict_for,
+)
 
 STEPS = 20  # last 10% = the last 2 points, both at the floor
 

@@ -29,7 +29,13 @@ from rundiff_core.errors import InputError, RunNotFoundError
 from rundiff_core.model import make_history
 from rundiff_core.redact import redact
 from rundiff_core.resolve import load_run, load_runs, open_source
-from rundiff_core.testing import AdapterContract, WrittenRun, assert_history_equal, hash_tree
+from rundiff_core.testing import (
+    AdapterContract,
+    CorruptRun,
+    WrittenRun,
+    assert_history_equal,
+    hash_tree,
+)
 
 SAMPLES = {
     "mnist-sparse": ("mlflow-aiops-mnist", "lightning_logs/version_17"),
@@ -89,12 +95,12 @@ class TestLightningCSVContract(AdapterContract):
         )
 
     @pytest.fixture
-    def corrupt_run(self, realdata, tmp_path) -> str:
+    def corrupt_run(self, realdata, tmp_path) -> CorruptRun:
         run_dir = copy_sample(realdata, tmp_path, *SAMPLES["mnist-sparse"])
         csv_path = run_dir / "metrics.csv"
         data = csv_path.read_bytes()
         csv_path.write_bytes(data[: len(data) - 7])  # cut inside the last row
-        return f"lightning:{run_dir}"
+        return CorruptRun(f"lightning:{run_dir}", "metrics.csv", expect=("last line has no line ending",))
 
     @pytest.fixture
     def extra_foreign_paths(self, realdata, tmp_path) -> list[tuple[str, str | None]]:
