@@ -27,7 +27,6 @@ from rundiff_core.cli import main
 from rundiff_core.detect import collect_claims, sniff_path
 from rundiff_core.errors import InputError, RunNotFoundError
 from rundiff_core.model import make_history
-from rundiff_core.redact import redact
 from rundiff_core.resolve import load_run, load_runs, open_source
 from rundiff_core.testing import (
     AdapterContract,
@@ -68,6 +67,21 @@ def yaml_without_tags(yaml_path: str | Path) -> dict:
     return yaml.safe_load(text) or {}
 
 
+SECRET_NAMES = ("api_key", "apikey", "token", "secret", "password")
+
+
+def expected_config(config: dict) -> dict:
+    """What the reader must return: the YAML, with secret-named values replaced by hand — not by
+    rundiff's `redact`, which this contract is testing."""
+    def walk(value, key=""):
+        if isinstance(value, dict):
+            return {k: walk(v, str(k)) for k, v in value.items()}
+        if key.lower().endswith(SECRET_NAMES) and value not in (None, ""):
+            return "***REDACTED***"
+        return [walk(v) for v in value] if isinstance(value, list) else value
+    return walk(config)
+
+
 def copy_sample(realdata: Path, tmp_path: Path, folder: str, version: str) -> Path:
     dest = tmp_path / "project" / version
     shutil.copytree(realdata / folder / version, dest)
@@ -89,7 +103,7 @@ class TestLightningCSVContract(AdapterContract):
             path=str(run_dir),
             address=f"lightning:{run_dir}",
             history=csv_history(run_dir / "metrics.csv"),
-            config=redact(yaml_without_tags(run_dir / "hparams.yaml")),
+            config=expected_config(yaml_without_tags(run_dir / "hparams.yaml")),
             run_id=run_dir.name,
             check_wall_time=True,  # CSVLogger keeps no time: every wall_time must be NaN
         )
