@@ -8,6 +8,7 @@ numbers are binary-exact (multiples of 1/4), so "exactly 2σ" really is exactly 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 
 from rundiff_core.cli import main
@@ -102,3 +103,52 @@ def test_rule_verdict_for_boundaries_table():
     assert verdict_for(3, 2, -1.25, 0.5, "min")[:2] == (VERDICT_UNKNOWN, True)
     assert verdict_for(2, 3, -1.25, 0.5, "min")[:2] == (VERDICT_UNKNOWN, True)
     assert verdict_for(4, 3, -1.25, 0.5, "min")[:2] == (VERDICT_B, True)
+
+
+def test_rule_sigma_needs_two_seeds_on_one_arm_and_a_finite_value():
+    """Rule: σ is estimable when at least one arm has two seeds (pooled over both) and is finite;
+    otherwise the verdict is unknown, with a note stating N unless both arms are single runs."""
+    # one single-seed arm beside a 3-seed arm: σ comes from the 3 seeds, |Δ| = 2.5σ, but N_A = 1
+    verdict, outside, note = verdict_for(1, 3, -1.25, 0.5, "min")
+    assert (verdict, outside) == (VERDICT_UNKNOWN, True) and "outside 2σ but N: A=1, B=3" in note
+    # two seeds against one, within 2σ: a finding ("indistinguishable"), not "too few seeds"
+    assert verdict_for(2, 1, -0.5, 0.5, "min")[:2] == (VERDICT_SAME, False)
+    assert verdict_for(1, 2, -0.5, 0.5, "min")[:2] == (VERDICT_SAME, False)
+    # σ not finite (NaN values) with N=3 each: unknown, never "indistinguishable"
+    verdict, outside, note = verdict_for(3, 3, -1.0, float("nan"), "min")
+    assert (verdict, outside) == (VERDICT_UNKNOWN, None) and note == "N: A=3, B=3 — too few seeds to estimate σ"
+    # the note is left out only when both arms are single runs (the template says so already)
+    assert verdict_for(1, 1, -1.0, float("nan"), "min") == (VERDICT_UNKNOWN, None, None)
+    assert verdict_for(2, 1, -1.0, float("nan"), "min")[2] == "N: A=2, B=1 — too few seeds to estimate σ"
+
+
+def test_rule_each_seed_sample_names_its_run_step_and_statistic(tmp_path, capsys):
+    """Rule: every number traceable to a run and step. Per statistic, each seed's sample carries
+    the run, its seed, the value and the step it came from — all known from the written rows:
+    the loss reaches its floor at step 10 and stays there to step 19 (20 points)."""
+    a = _arm(tmp_path, "a", A)
+    b = _arm(tmp_path, "b", [x - 1.25 for x in A])
+    expected_step = {"final": 19.0, "best": 10.0, "last10_mean": 18.0}  # first of the floor, last 2
+    for stat, step in expected_step.items():
+        assert main(["diff", a, b, "--format", "json", "--stat", stat]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["verdict"] == VERDICT_B, stat
+        for side, floors in (("variance_a", A), ("variance_b", [x - 1.25 for x in A])):
+            v = data[side]
+            assert v["std"] == SIGMA and v["mean"] == statistics.mean(floors)
+            got = [(os.path.basename(s["run"]), s["seed"], s["value"], s["step"], s["n_points"])
+                   for s in v["samples"]]
+            assert got == [(f"seed-{i}", i, floors[i], step, STEPS) for i in range(3)], (stat, side)
+
+
+def test_rule_a_seed_without_the_metric_is_left_out_not_the_rest(tmp_path, capsys):
+    """A middle seed that never logged the metric drops out of the variance; later seeds stay."""
+    a = _arm(tmp_path, "a", A)
+    b = _arm(tmp_path, "b", [1.75, 2.25, 1.25])
+    write_journal_run(str(tmp_path / "b" / "seed-1"), config={"arm": "b", "seed": 1},
+                      rows=[{"step": i, "acc": 0.5} for i in range(STEPS)], seed=1, final={})
+    assert main(["diff", a, b, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [os.path.basename(s["run"]) for s in data["variance_b"]["samples"]] == ["seed-0", "seed-2"]
+    assert data["variance_b"]["n"] == 2 and data["variance_b"]["mean"] == 1.5
+    assert data["verdict"] == VERDICT_UNKNOWN and "N: A=3, B=2" in data["verdict_note"]
