@@ -56,9 +56,13 @@ def _stage(group: str, file: str, tests: list[str]) -> Path:
     shutil.copytree(ROOT / "rundiff_core", stage / "rundiff_core", ignore=ignore)
     shutil.copytree(ROOT / "adapters", stage / "rundiff_adapters", ignore=ignore)
     shutil.copytree(ROOT / "tests", stage / "tests", ignore=ignore)
+    for extra in ("docs", "contrib"):  # some tests check the docs and the contrib example
+        shutil.copytree(ROOT / extra, stage / extra, ignore=ignore)
+    shutil.copy2(ROOT / "README.md", stage / "README.md")
     config = {
         "source_paths": ["rundiff_core", "rundiff_adapters"],
         "only_mutate": [file],
+        "also_copy": ["docs", "contrib", "README.md"],
         "pytest_add_cli_args_test_selection": tests,
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", "-x"],
     }

@@ -151,3 +151,49 @@ def test_rule_config_diff_redacts_changed_list_values(container):
     b = memory_run("b", {}, config={"args": container(["--api_key=hunter2-2"])})
     (change,) = config_diff(a, b)
     assert change.old == container([f"--api_key={R}"]) and change.new == change.old
+
+
+def test_rule_scrubbed_text_keeps_its_shape_and_only_the_secret_goes():
+    """The key, quotes and scheme stay (so a reader sees what was there), the value is replaced."""
+    from rundiff_core.redact import redact_text
+
+    assert redact_text('{"password": "hunter2", "lr": "0.1"}') == f'{{"password": "{R}", "lr": "0.1"}}'
+    assert redact_text("api_key='hunter2'") == f"api_key='{R}'"
+    assert redact_text("Authorization: Bearer abcdefgh12345678") == f"Authorization: Bearer {R}"
+    assert redact_text("postgres://bob:hunter2@db/x") == f"postgres://bob:{R}@db/x"
+
+
+def test_rule_empty_secrets_stay_empty_and_secret_mappings_redact_every_member():
+    """An unset secret ("" / None / {} / []) is shown as unset; a secret-named mapping keeps its
+    keys but every value inside is replaced."""
+    assert redact({"api_key": "", "token": None, "secret": {}, "password": []}) == {
+        "api_key": "", "token": None, "secret": {}, "password": []}
+    assert redact({"credentials": {"user": "bob", "nested": {"x": 1}}}) == {
+        "credentials": {"user": R, "nested": {"x": R}}}
+
+
+def test_rule_plugin_patterns_match_the_full_dotted_key_through_dicts_and_lists(isolated_plugins):
+    """A plugin pattern sees the whole dotted key (`db.conn`), however the value is nested —
+    also through a list — and is anchored like any regex."""
+    from rundiff_core import redact as redact_mod
+    from rundiff_core.hookspecs import hookimpl
+    from rundiff_core.testing import registered_plugin
+
+    class Db:
+        @hookimpl
+        def rundiff_secret_patterns(self):
+            return [r"^db\.conn$"]
+
+    redact_mod._plugin_patterns.cache_clear()
+    try:
+        with registered_plugin(Db(), "db-secrets", isolated_plugins):
+            redact_mod._plugin_patterns.cache_clear()
+            got = redact({"db": {"conn": "hunter2-1"}, "conn": "kept",
+                          "dbs": [{"conn": "kept-too"}], "db2": {"conn": "kept"}})
+            listed = redact([{"x": 1}], "db")  # list elements inherit the list's key
+            in_list = redact({"db": [{"conn": "hunter2-2"}]})
+    finally:
+        redact_mod._plugin_patterns.cache_clear()
+    assert got == {"db": {"conn": R}, "conn": "kept", "dbs": [{"conn": "kept-too"}],
+                   "db2": {"conn": "kept"}}
+    assert listed == [{"x": 1}] and in_list == {"db": [{"conn": R}]}
