@@ -40,8 +40,12 @@ GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
     "jsonl": (f"{CORE}/parsing/jsonl.py", ["_torn_tail_cut", "read_jsonl"],
               ["tests/adapters/test_journal_tail.py", "tests/adapters/test_journal.py"]),
     "tfrecord": ("rundiff_adapters/tensorboard/tfrecord.py", None,
-                 ["tests/adapters/test_tensorboard_format.py"]),
-    "wandb_framing": ("rundiff_adapters/wandb/framing.py", None, ["tests/adapters/test_wandb.py"]),
+                 ["tests/adapters/test_tfrecord_damage.py", "tests/adapters/test_tensorboard_format.py"]),
+    # the tests that read .wandb logs from files (real samples, hand-framed logs), not those that
+    # first start wandb's client to write one: that takes seconds per mutant
+    "wandb_framing": ("rundiff_adapters/wandb/framing.py", None,
+                      ["tests/adapters/test_wandb.py", "-k", "realdata or crc or not_a_log or "
+                       "missing_path or unusual or compat or run_folder_without"]),
     "arms": (f"{CORE}/engines/arms.py", None,
              ["tests/core/test_diff.py", "tests/core/test_verdict_rules.py",
               "tests/compare/test_compare_cli.py", "tests/many/test_rank_ablate_report.py"]),
@@ -65,6 +69,10 @@ def _stage(group: str, file: str, tests: list[str]) -> Path:
         "also_copy": ["docs", "contrib", "README.md"],
         "pytest_add_cli_args_test_selection": tests,
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", "-x"],
+        # a mutant that loops (or turns a linear scan quadratic) is stopped early: CPU time
+        # beyond 5× its tests' own duration counts as a timeout (a kill)
+        "timeout_multiplier": 5.0,
+        "timeout_constant": 2.0,
     }
     lines = ["[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in config.items()]
     (stage / "pyproject.toml").write_text("\n".join(lines) + "\n")
