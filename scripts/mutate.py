@@ -35,7 +35,8 @@ GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
     "redact": (f"{CORE}/redact.py", None,
                ["tests/core/test_stats_align_redact.py", "tests/core/test_redaction_everywhere.py"]),
     "align": (f"{CORE}/engines/align.py", None,
-              ["tests/core/test_stats_align_redact.py", "tests/compare/test_compare_engine.py",
+              ["tests/core/test_align_rules.py", "tests/core/test_stats_align_redact.py",
+               "tests/compare/test_compare_engine.py",
                "tests/compare/test_compare_align_names_groups.py"]),
     "jsonl": (f"{CORE}/parsing/jsonl.py", ["_torn_tail_cut", "read_jsonl"],
               ["tests/adapters/test_journal_tail.py", "tests/adapters/test_journal.py"]),
@@ -47,8 +48,9 @@ GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
                       ["tests/adapters/test_wandb.py", "-k", "realdata or crc or not_a_log or "
                        "missing_path or unusual or compat or run_folder_without"]),
     "arms": (f"{CORE}/engines/arms.py", None,
-             ["tests/core/test_diff.py", "tests/core/test_verdict_rules.py",
-              "tests/compare/test_compare_cli.py", "tests/many/test_rank_ablate_report.py"]),
+             ["tests/core/test_arms_rules.py", "tests/core/test_diff.py",
+              "tests/core/test_verdict_rules.py", "tests/compare/test_compare_cli.py",
+              "tests/many/test_rank_ablate_report.py"]),
 }
 
 
