@@ -105,7 +105,9 @@ def test_rule_values_at_equals_slicing_each_target(mode, strict):
     rng = np.random.default_rng(2)
     for _ in range(200):
         xs, ys = dedupe_last(*_series(rng))
-        targets = rng.uniform(-3, 18, 8)
+        # on logged x, halfway between two (ties) and anywhere: every branch of the lookup
+        targets = np.concatenate([rng.integers(-2, 17, 4).astype(float), rng.integers(-4, 34, 3) / 2,
+                                  rng.uniform(-3, 18, 3)])
         got = values_at(xs, ys, targets, mode, strict_start=strict)
         want = [slice_sorted(xs, ys, float(t), mode, strict_start=strict).value for t in targets]
         if not strict and mode == "interpolate":  # before the start np.interp holds the first value
@@ -138,3 +140,13 @@ def test_rule_first_decrease_and_relative_wall_time():
     assert relative_wall_time(np.array([105.0, math.nan, 100.0])).tolist()[::2] == [5.0, 0.0]
     assert relative_wall_time(np.array([105.0]), start=100.0).tolist() == [5.0]
     assert np.isnan(relative_wall_time(np.array([math.nan, math.nan]))).all()
+
+
+def test_rule_defaults_are_nearest_and_strict_start_only_when_vectorised():
+    xs, ys = np.array([2.0, 4.0]), np.array([20.0, 40.0])
+    s = slice_sorted(xs, ys, 1.0)  # before the start: the single slice takes the nearest point
+    assert (s.method, s.value) == ("nearest", 20.0)
+    assert slice_sorted(xs, ys, 3.0).value == 20.0  # a tie goes to the earlier point
+    got = values_at(xs, ys, [1.0, 3.0, 4.0])  # the vectorised one is strict at the start
+    assert math.isnan(got[0]) and got[1:].tolist() == [20.0, 40.0]
+    assert values_at(xs, ys, [4.0]).tolist() == [40.0]  # one target, on the last point
