@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import math
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from .source import BaseSource
 
 __all__ = [
     "AdapterContract",
+    "CorruptRun",
     "InMemorySource",
     "WrittenRun",
     "assert_history_equal",
@@ -128,6 +130,7 @@ def memory_run(
     seed: int | None = None,
     events: Sequence[Any] = (),
     address: str | None = None,
+    env: Mapping[str, Any] | None = None,
 ) -> Run:
     """A Run backed by arrays: `series` maps key → (steps, values)."""
     parts = [make_history(s, [k] * len(s), v) for k, (s, v) in series.items()]
@@ -141,6 +144,7 @@ def memory_run(
         summary=dict(summary or {}),
         status=status,
         seed=seed,
+        env=dict(env or {}),
         events=list(events),
         loader=lambda keys: filter_keys(frame, keys),
     )
@@ -252,11 +256,50 @@ class WrittenRun:
     rtol: float = 0.0
 
 
+@dataclass
+class CorruptRun:
+    """What a `corrupt_run` fixture damaged: the address to read and the file it broke."""
+
+    address: str
+    damaged: str  # the damaged file's name (its basename is what a note must name)
+    expect: tuple[str, ...] = ()  # phrases the notes must hold: what the damage cost, e.g. a count
+
+
+# A note about damage says what was left out: "3 corrupt line(s) skipped", "record dropped", …
+_SKIP_WORDS = re.compile(r"skip|dropp|ignor|not loaded|unreadable|lost|discard|cut|truncat|torn",
+                         re.I)
+
+
+def _locator_files(address: str) -> set[str]:
+    """Basenames of the files under an address's path (`scheme:PATH#frag` or a bare PATH)."""
+    path = address.split("#", 1)[0]
+    if not os.path.exists(path) and ":" in path:
+        path = path.split(":", 1)[1]
+    if os.path.isfile(path):
+        return {os.path.basename(path)}
+    return {f for _d, _dirs, fs in os.walk(path) for f in fs} if os.path.isdir(path) else set()
+
+
+def _points_by_key(frame: pd.DataFrame) -> dict[str, list[tuple[float, float]]]:
+    """Per key, the (step, value) points in the order the adapter returned them."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    keys = frame["key"].astype(str).to_numpy()
+    for k, s, v in zip(keys, frame["step"].to_numpy("float64"), frame["value"].to_numpy("float64"),
+                       strict=True):
+        out.setdefault(k, []).append((float(s), float(v)))
+    return out
+
+
+def _same_point(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b, strict=True))
+
+
 class AdapterContract:
     """Subclass with `adapter = "name"` and fixtures `written_run` (and optionally `corrupt_run`).
 
-    `corrupt_run` returns a path whose reading must give a typed RundiffError or a fidelity note,
-    never an unhandled exception.
+    `corrupt_run` returns a `CorruptRun` (or just an address) whose reading must give a typed
+    RundiffError or a fidelity note about the damage — naming the damaged file and saying what was
+    skipped — never an unhandled exception.
     """
 
     adapter: str = ""
@@ -393,7 +436,9 @@ class AdapterContract:
                 )
 
     def test_truncated_copy_is_typed_or_read(self, written_run: WrittenRun, tmp_path) -> None:
-        """Every file of a copy cut to half its size: typed error or a read, never a traceback."""
+        """Every file of a copy cut to half its size: a typed error, or a read whose points are a
+        prefix of the full run's (per key, in the adapter's order) — never a traceback, never a
+        point that was not written (a number cut short, a record half read)."""
         if written_run.path not in written_run.address:
             pytest.skip("the run's address does not contain its path; cannot point at a copy")
         copy = os.path.join(str(tmp_path), "truncated-copy", os.path.basename(written_run.path))
@@ -409,31 +454,56 @@ class AdapterContract:
             if size > 1:
                 with open(f, "r+b") as fh:
                     fh.truncate(size // 2)
+        full = _points_by_key(self._only_run(written_run).history())
         try:
             src = self._source(written_run.address.replace(written_run.path, copy))
+            read = []
             for ref in src.list_runs():
                 run = src.load_run(ref)
-                run.history()
+                read.append((ref, run.history()))
                 _ = run.metric_keys()
         except RundiffError:
-            pass
+            return
+        if written_run.run_id is not None:
+            read = [(ref, h) for ref, h in read if ref.run_id == written_run.run_id] or read
+        for _ref, history in read[:1]:
+            for key, points in _points_by_key(history).items():
+                assert key in full, f"the truncated copy has key {key!r}, which was never written"
+                want = full[key][: len(points)]
+                assert len(points) <= len(full[key]) and all(
+                    _same_point(p, q) for p, q in zip(points, want, strict=True)
+                ), (f"{key}: the truncated copy's points are not a prefix of the full run's: "
+                    f"first difference at {next((i for i, (p, q) in enumerate(zip(points, want, strict=False)) if not _same_point(p, q)), len(want))}: "
+                    f"{points[:3]}… vs {want[:3]}…")
 
     @pytest.fixture
-    def corrupt_run(self) -> str:
-        """Override: write a truncated/corrupt input and return its address."""
+    def corrupt_run(self) -> CorruptRun | str:
+        """Override: write a truncated/corrupt input; return a CorruptRun (or its address)."""
         pytest.skip("this adapter's tests provide no corrupt_run fixture")
 
-    def test_corrupt_input_is_typed_or_counted(self, corrupt_run: str) -> None:
+    def test_corrupt_input_is_typed_or_counted(self, corrupt_run: CorruptRun | str) -> None:
+        """A typed error, or a note about the damage: it names the damaged file (any file of the
+        run when the fixture gives only an address) and says what was skipped."""
+        address = corrupt_run.address if isinstance(corrupt_run, CorruptRun) else corrupt_run
         runs: list[Run] = []
         try:
-            src = self._source(corrupt_run)
+            src = self._source(address)
             runs = [src.load_run(r) for r in src.list_runs()]
             for run in runs:
                 run.history()
-        except RundiffError:
+        except RundiffError as exc:
+            assert str(exc).strip(), "the typed error has no message"
             return
         assert runs, "corrupt input produced neither an error nor a run"
-        assert any(run.fidelity for run in runs), "corrupt input was read without a fidelity note"
+        notes = [n for run in runs for n in run.fidelity]
+        assert notes, "corrupt input was read without a fidelity note"
+        names = ({os.path.basename(corrupt_run.damaged)} if isinstance(corrupt_run, CorruptRun)
+                 else _locator_files(address))
+        about = [n for n in notes if any(name in n for name in names) and _SKIP_WORDS.search(n)]
+        assert about, (f"no fidelity note names the damaged file ({', '.join(sorted(names)[:5])}) "
+                       f"and says what was skipped; notes: {notes}")
+        for phrase in corrupt_run.expect if isinstance(corrupt_run, CorruptRun) else ():
+            assert any(phrase in n for n in about), f"no note about the damage says {phrase!r}: {about}"
 
 
 def _same(a: Any, b: Any) -> bool:

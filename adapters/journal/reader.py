@@ -161,7 +161,10 @@ def _flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def read_events(path: str) -> tuple[list[RunEvent], list[str]]:
     """events.jsonl rows → RunEvents; the kind comes from `event`, `type` or `kind`."""
     res = read_jsonl(path, name=os.path.basename(path))
-    rows = res.table.to_pylist() if res.table is not None else (res.rows or [])
+    # Plain Python rows (lists stay lists, so redaction descends into payloads); a field another
+    # row has and this one lacks is null in the Arrow table: drop it, as the per-line path does.
+    rows = ([{k: v for k, v in r.items() if v is not None} for r in res.table.to_pylist()]
+            if res.table is not None else (res.rows or []))
     events = []
     for row in rows:
         row = {k: v for k, v in row.items()

@@ -170,16 +170,17 @@ def assemble(log: LogData, folder: str | None, *, now: float | None = None,
 
     # framing damage
     st = log.stats
+    log_name = os.path.basename(log.path)  # a folder can hold several logs: name the damaged one
     if st.torn_records or st.torn_tail_bytes:
         notes.append(
-            f"torn end of log: the last {st.torn_tail_bytes} byte(s) hold {st.torn_records} record(s) "
+            f"{log_name}: torn end of log: the last {st.torn_tail_bytes} byte(s) hold {st.torn_records} record(s) "
             "begun but never finished (a live run caught mid-write); read up to the last whole record"
         )
     if st.corrupt_chunks:
-        notes.append(f"{st.corrupt_chunks} corrupt chunk(s) (CRC mismatch or bad header): "
+        notes.append(f"{log_name}: {st.corrupt_chunks} corrupt chunk(s) (CRC mismatch or bad header): "
                      f"{st.corrupt_bytes} byte(s) skipped to the next 32 KiB block")
     if st.orphan_chunks or st.bad_records:
-        notes.append(f"{st.bad_records + st.orphan_chunks} record(s) unreadable and skipped")
+        notes.append(f"{log_name}: {st.bad_records + st.orphan_chunks} record(s) unreadable and skipped")
 
     # steps
     if info["rows"] and info.get("explicit_rows", 0) == 0:

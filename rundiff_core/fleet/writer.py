@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError, UsageError
-from . import layout
+from . import faults, layout
 from .schema import FORMAT, POINT_FILE_SCHEMA, SCHEMA_VERSION, with_version
 
 COMPRESSION = "zstd"
@@ -77,7 +77,9 @@ def write_points(root: str, source: str, run_uid: str, table: pa.Table | None) -
     if table is None or table.num_rows == 0:
         remove_points(root, source, run_uid)
         return 0
-    return atomic_write_table(table, final, root, POINTS_WRITE_OPTIONS)
+    size = atomic_write_table(table, final, root, POINTS_WRITE_OPTIONS)
+    faults.checkpoint("points-written")
+    return size
 
 
 def remove_points(root: str, source: str, run_uid: str) -> None:

@@ -14,7 +14,7 @@ from rundiff_core.demo import write_journal_run
 from rundiff_core.errors import InputError
 from rundiff_core.model import make_history
 from rundiff_core.resolve import load_run, load_runs
-from rundiff_core.testing import AdapterContract, WrittenRun
+from rundiff_core.testing import AdapterContract, CorruptRun, WrittenRun
 
 
 class TestJournalContract(AdapterContract):
@@ -40,11 +40,11 @@ class TestJournalContract(AdapterContract):
                           config=config, summary={"loss": 0.01}, run_id="seed-0")
 
     @pytest.fixture
-    def corrupt_run(self, tmp_path) -> str:
+    def corrupt_run(self, tmp_path) -> CorruptRun:
         path = tmp_path / "bad"
         path.mkdir()
         (path / "metrics.jsonl").write_text('{"step": 1, "loss": 1.0}\n{"step": 2, "lo\n{"step": 3, "loss": 0.5}\n')
-        return f"journal:{path}"
+        return CorruptRun(f"journal:{path}", "metrics.jsonl", expect=("1 corrupt line(s) skipped (line 2)",))
 
 
 def _write(path, text: str) -> None:

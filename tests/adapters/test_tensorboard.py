@@ -19,7 +19,13 @@ import pytest
 
 from rundiff_core.model import make_history
 from rundiff_core.resolve import load_run, load_runs
-from rundiff_core.testing import AdapterContract, WrittenRun, assert_history_equal, hash_tree
+from rundiff_core.testing import (
+    AdapterContract,
+    CorruptRun,
+    WrittenRun,
+    assert_history_equal,
+    hash_tree,
+)
 
 pytest.importorskip("tensorboard")
 pytest.importorskip("tensorboardX")
@@ -146,7 +152,7 @@ class TestTensorBoardContract(AdapterContract):
                           config=config, run_id="exp1")
 
     @pytest.fixture
-    def corrupt_run(self, tmp_path) -> str:
+    def corrupt_run(self, tmp_path) -> CorruptRun:
         run_dir = str(tmp_path / "bad")
         write_tbx_scalars(run_dir, {"loss": [(s, 1.0 / (s + 1)) for s in range(50)]})
         path = only_file(run_dir)
@@ -154,7 +160,8 @@ class TestTensorBoardContract(AdapterContract):
         data[len(data) // 2] ^= 0xFF  # one record's data CRC fails
         with open(path, "wb") as fh:
             fh.write(bytes(data[:-7]))  # and the last record is cut short
-        return f"tb:{run_dir}"
+        return CorruptRun(f"tb:{run_dir}", path, expect=("1 record(s) with a bad data CRC skipped",
+                                                         "truncated record at the end skipped"))
 
 
 # -- cross-checks against EventAccumulator ----------------------------------------------------------

@@ -26,7 +26,13 @@ from rundiff_core.detect import sniff_path
 from rundiff_core.errors import InputError, RundiffError
 from rundiff_core.model import make_history
 from rundiff_core.resolve import load_run, load_runs
-from rundiff_core.testing import AdapterContract, WrittenRun, assert_history_equal, hash_tree
+from rundiff_core.testing import (
+    AdapterContract,
+    CorruptRun,
+    WrittenRun,
+    assert_history_equal,
+    hash_tree,
+)
 
 NAN, INF = float("nan"), float("inf")
 SECRET = "k" * 40
@@ -114,14 +120,14 @@ class TestWandbContract(AdapterContract):
                           check_wall_time=False)
 
     @pytest.fixture
-    def corrupt_run(self, client_runs, tmp_path) -> str:
+    def corrupt_run(self, client_runs, tmp_path) -> CorruptRun:
         """A copy of the log cut in the middle of a record, as a live run's log looks."""
         src = glob.glob(os.path.join(client_runs["folder"], "*.wandb"))[0]
         folder = tmp_path / f"offline-run-20250101_000000-{client_runs['id']}"
         folder.mkdir()
         data = Path(src).read_bytes()
         (folder / os.path.basename(src)).write_bytes(data[: len(data) - 37])
-        return f"wandb:{folder}"
+        return CorruptRun(f"wandb:{folder}", os.path.basename(src), expect=("torn end of log",))
 
 
 # -- the client's run, beyond the contract ----------------------------------------------------------

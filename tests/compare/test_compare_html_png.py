@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from compare_cdp import file_url, find_chromium, open_page
+from compare_browser import file_url, find_chromium, open_page
 from compare_helpers import arm, mem
 
 from rundiff_core.cli import main
@@ -116,7 +116,7 @@ def chromium() -> str:
     if path is None:
         pytest.skip("chromium is not installed (scripts/install-test-deps.sh installs it with "
                     "apt-get as root; otherwise `sudo apt-get install chromium`)")
-    pytest.importorskip("websocket", reason="websocket-client (dev extra) drives Chromium")
+    pytest.importorskip("playwright", reason="playwright (dev extra) drives Chromium")
     return path
 
 
@@ -151,3 +151,23 @@ def test_report_renders_in_headless_chromium(tmp_path, chromium):
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(float)
     assert img.shape[:2] == (1000, 1280)
     assert img.std() > 10 and len(np.unique(img.reshape(-1, 3), axis=0)) > 100
+
+
+@pytest.mark.slow
+def test_the_browser_harness_sees_console_errors_and_network_requests(tmp_path, chromium):
+    """The checks above would pass vacuously if the harness missed what a page does: a page that
+    logs an error, throws, and requests loopback URLs must show all of it."""
+    page_path = tmp_path / "noisy.html"
+    page_path.write_text(
+        "<html><body><img src='http://127.0.0.1:9/pixel.png'>"
+        "<script>console.error('boom'); fetch('http://127.0.0.1:9/beacon').catch(() => {});"
+        "setTimeout(() => { throw new Error('late'); }, 10);"
+        "setTimeout(() => { window.done = true; }, 100);</script>"
+        "</body></html>", encoding="utf-8")
+    with open_page(file_url(str(page_path)), chromium) as page:
+        page.wait_for("window.done === true")  # set after the throw: its event came first
+        errors, requests = page.console_errors, page.requests
+    assert any("boom" in e for e in errors), errors
+    assert any("late" in e for e in errors), errors
+    assert "http://127.0.0.1:9/pixel.png" in requests and "http://127.0.0.1:9/beacon" in requests
+    assert not all(u.startswith(("file:", "data:")) for u in requests)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -120,10 +121,31 @@ def test_huge_config_collapses_to_count_and_top5(tmp_path, capsys):
 
 
 def test_json_has_the_same_numbers(demo_runs, capsys):
-    _, out, _ = run_cli(capsys, "diff", str(demo_runs / "exp-baseline/seed-0"),
-                        str(demo_runs / "exp-higher-lr/seed-0"), "--format", "json")
+    """--format json and the markdown report print the same numbers (md rounds to 4 decimals)."""
+    a, b = str(demo_runs / "exp-baseline/seed-0"), str(demo_runs / "exp-higher-lr/seed-0")
+    _, out, _ = run_cli(capsys, "diff", a, b, "--format", "json")
+    _, md, _ = run_cli(capsys, "diff", a, b)
     data = json.loads(out)
-    assert data["verdict"] == VERDICT_B
+    close = lambda shown, x: abs(float(shown) - x) <= 5e-5  # noqa: E731 - 4 decimals, rounded
+    num = r"(-?[0-9.]+)"
+    for label, name in (("final (step)", "final"), ("best (step)", "best")):
+        m = re.search(rf"\| {re.escape(label)} +\| {num} \((\d+)\) +\| {num} \((\d+)\) +\| {num} ", md)
+        assert m, label
+        ha, hb = data["headline_a"], data["headline_b"]
+        assert close(m[1], ha[name]) and float(m[2]) == ha[f"{name}_step"]
+        assert close(m[3], hb[name]) and float(m[4]) == hb[f"{name}_step"]
+        assert close(m[5], hb[name] - ha[name])
+    m = re.search(rf"\| last-10%-mean +\| {num} +\| {num} +\| {num} ", md)
+    assert close(m[1], data["headline_a"]["last10_mean"]) and close(m[2], data["headline_b"]["last10_mean"])
+    for side in ("A", "B"):
+        v = data[f"variance_{side.lower()}"]
+        m = re.search(rf"^- {side}: N=(\d+), mean={num}, σ={num}$", md, re.M)
+        assert int(m[1]) == v["n"] and close(m[2], v["mean"]) and close(m[3], v["std"])
+    assert close(re.search(rf"^- pooled σ: {num}$", md, re.M)[1], data["pooled_sigma"])
+    assert close(re.search(rf"^- \|Δ\|: {num}$", md, re.M)[1], data["abs_delta"])
+    assert close(re.search(rf"^- \|Δ\| vs 2σ \({num}\): outside$", md, re.M)[1], 2 * data["pooled_sigma"])
+    assert data["outside_2sigma"] is True
+    assert md.rstrip().splitlines()[-1] == data["verdict"] == VERDICT_B
     assert data["variance_a"]["n"] == 3 and data["variance_b"]["n"] == 3
     assert data["delta"] == pytest.approx(data["variance_b"]["mean"] - data["variance_a"]["mean"])
     samples = data["variance_a"]["samples"]

@@ -48,3 +48,20 @@ def part_files(dataset: Path) -> dict[str, tuple[int, int]]:
             st = os.stat(os.path.join(dirpath, f))
             out[os.path.relpath(os.path.join(dirpath, f), dataset)] = (st.st_ino, st.st_mtime_ns)
     return out
+
+
+def wait_for_pause(marker: Path, alive, timeout: float = 120.0) -> tuple[str, int]:
+    """(point, pid) of the export process paused by `RUNDIFF_FLEET_PAUSE` (rundiff_core.fleet.faults).
+
+    Not a race: once the marker exists the export sleeps at its checkpoint until killed, so it
+    cannot finish first. `alive()` false (the export ended without pausing) fails at once.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert alive(), "the export ended without reaching its pause point"
+        assert time.monotonic() < deadline, "the export never reached its pause point"
+        time.sleep(0.01)
+    point, pid = marker.read_text().split()
+    return point, int(pid)

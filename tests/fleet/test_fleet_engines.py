@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fleetgen import write_fleet
+from fleetgen import wait_for_pause, write_fleet
 
 from rundiff_core.cli import main
 from rundiff_core.errors import InputError, UsageError
@@ -126,33 +126,30 @@ def test_engine_options_are_checked():
 
 
 @pytest.mark.slow
-def test_a_killed_pool_worker_is_survived(tmp_path):
+def test_a_killed_pool_worker_is_survived(tmp_path, monkeypatch):
     """SIGKILL a pool worker mid-export (as the OOM killer would): its runs are retried in a
-    fresh pool and the dataset still equals an in-process export."""
+    fresh pool and the dataset still equals an in-process export. The worker is paused right
+    after writing its first partition (fault injection), so the kill lands mid-export always."""
     import signal
     import threading
-    import time
 
-    psutil = pytest.importorskip("psutil")
+    from rundiff_core.fleet import faults
+
     src = tmp_path / "runs"
-    write_fleet(src, arms=10, seeds=4, steps=300)
+    write_fleet(src, arms=6, seeds=3, steps=120)
     out = tmp_path / "fleet"
+    marker = tmp_path / "paused"
+    monkeypatch.setenv(faults.ENV, f"points-written:1:{marker}")
     box: dict = {}
     thread = threading.Thread(target=lambda: box.update(s=export_fleet(
         [str(src)], str(out), workers=2, progress=False)))
     thread.start()
-    killed = None
-    deadline = time.time() + 120
-    while killed is None and thread.is_alive() and time.time() < deadline:
-        workers = [g for c in psutil.Process().children() for g in c.children()]
-        if workers and (out / "points").exists():
-            killed = workers[0].pid
-            os.kill(killed, signal.SIGKILL)
-        time.sleep(0.01)
+    point, pid = wait_for_pause(marker, thread.is_alive)
+    assert point == "points-written" and pid != os.getpid(), "a pool worker, not the export, paused"
+    os.kill(pid, signal.SIGKILL)
     thread.join()
-    assert killed is not None, "the export finished before a worker could be killed"
     s = box["s"]
-    assert (s.new, s.failed) == (40, 0), s.failures
+    assert (s.new, s.failed) == (18, 0), s.failures
     ref = tmp_path / "ref"
     export_fleet([str(src)], str(ref), workers=0, progress=False)
     _assert_same_dataset(ref, out)

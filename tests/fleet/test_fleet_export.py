@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fleetgen import SECRET, part_files, write_fleet
+from fleetgen import SECRET, part_files, wait_for_pause, write_fleet
 
 from rundiff_core.cli import main
 from rundiff_core.errors import InputError, UsageError
@@ -240,22 +240,26 @@ def test_progress_hook_and_cli_json_summary(fleet_inputs, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_interrupted_export_leaves_whole_partitions_and_recovers(tmp_path):
-    """SIGKILL an export mid-way: every partition on disk is complete; a re-run finishes the job."""
+    """SIGKILL an export mid-way: every partition on disk is complete; a re-run finishes the job.
+    The export pauses right after its 5th partition (fault injection) and is killed there."""
+    from rundiff_core.fleet import faults
+
     src = tmp_path / "runs"
     write_fleet(src, arms=12, seeds=3, steps=300)
     out = tmp_path / "fleet"
+    marker = tmp_path / "paused"
     code = ("import sys; from rundiff_core.fleet import export_fleet; "
             "export_fleet([sys.argv[1]], sys.argv[2], workers=0, progress=False)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(src), str(out)])
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        if out.exists() and len(part_files(out)) >= 5:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    env = {**os.environ, faults.ENV: f"points-written:5:{marker}"}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(src), str(out)], env=env)
+    try:
+        point, pid = wait_for_pause(marker, lambda: proc.poll() is None)
+        assert (point, pid) == ("points-written", proc.pid)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     written = part_files(out)
-    assert 0 < len(written) < 36, "the export was not killed mid-way"
+    assert len(written) == 5, "killed right after the 5th partition"
     for rel in written:
         assert pq.ParquetFile(out / rel).metadata.num_rows > 0  # whole, readable files only
     s = export_fleet([str(src)], str(out), workers=0, progress=False)  # takes over the dead lock

@@ -13,7 +13,7 @@ import pytest
 from rundiff_core.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compare"))
-from compare_cdp import file_url, find_chromium, open_page  # noqa: E402
+from compare_browser import file_url, find_chromium, open_page  # noqa: E402
 
 
 def test_html_report_is_deterministic_and_self_contained(sweep, tmp_path, capsys):
@@ -32,7 +32,7 @@ def test_html_report_renders_in_chromium(sweep, tmp_path):
     chromium = find_chromium()
     if chromium is None:
         pytest.skip("chromium is not installed (scripts/install-test-deps.sh installs it)")
-    pytest.importorskip("websocket")
+    pytest.importorskip("playwright")
     from PIL import Image
 
     path = tmp_path / "report.html"

@@ -149,8 +149,13 @@ def test_first_divergence(tmp_path: Path) -> None:
 def test_mismatched_runs_stop(tmp_path: Path, meta: dict, match: str | None) -> None:
     s = trajgen.scenario({"both_pass": 3})
     a, b = load_pair(tmp_path, s, meta_b=meta)
-    if match is None:  # only one side declares a schema: nothing to compare
-        diff_pair(a, b)
+    if match is None:  # only B declares a schema: nothing to compare it with, so the diff goes on
+        assert a.schema is None and b.schema == "v9"
+        p = diff_pair(a, b)
+        assert [(r.name, r.outcome) for r in p.rows] == [(f"both_pass-{i:03d}", "both_pass") for i in range(3)]
+        a.schema = "v1"  # once both declare one, a different schema stops the diff
+        with pytest.raises(TrajectoryMismatchError, match=r"schema differs \(v1 vs v9\)"):
+            diff_pair(a, b)
         return
     with pytest.raises(TrajectoryMismatchError, match=match):
         diff_pair(a, b)

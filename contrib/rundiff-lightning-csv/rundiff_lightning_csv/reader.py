@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,7 +71,8 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[pd.DataF
     # Lightning ends every row with a line break: a last line without one was cut mid-write.
     if body and not text.endswith(("\n", "\r")):
         body = body[:-1]
-        notes.append("last line has no line ending (file cut while being written): dropped")
+        notes.append(f"{os.path.basename(path)}: last line has no line ending (file cut while being "
+                     "written): dropped")
     width = len(header)
     good: list[list[str]] = []
     good_lines: list[int] = []  # 1-based line numbers of `good`, for notes (assumes no quoted newlines)
