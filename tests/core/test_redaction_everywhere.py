@@ -83,6 +83,7 @@ def _outputs(capsys, tmp_path, a: str, b: str) -> dict[str, str]:
         assert code == 0, (name, captured.err)
         outs[name] = captured.out + captured.err
 
+    cli("diff md all keys", "diff", a, b, "--all-keys")  # every changed key listed, none collapsed
     for fmt in ("md", "json"):
         cli(f"diff {fmt}", "diff", a, b, "--format", fmt)
         cli(f"report {fmt}", "report", a, b, "--format", fmt)
@@ -125,7 +126,10 @@ def test_rule_secrets_in_tuples_and_env_lists_never_reach_any_output_memory(tmp_
     for side in ("a", "b"):
         runs.append(memory_run(
             side, {"loss": ([0, 1, 2], [1.0, 0.5, 0.25])},
-            config={**_config(side), "argv": ("train.py", f"--api_key=hunter2-tuple-{side}")},
+            # argv differs beyond its secret, so the diff must list it (redacted values alone
+            # would compare equal and drop out of the config diff)
+            config={**_config(side),
+                    "argv": ("train.py", f"--api_key=hunter2-tuple-{side}", f"--run={side}")},
             summary={"eval": ({"split": "val", "password": f"hunter2-sum-{side}"},)},
             env={"args": ("train.py", f"--api_key=hunter2-env-{side}"),
                  "extra": [{"token": f"hunter2-env-{side}"}]},
@@ -135,7 +139,7 @@ def test_rule_secrets_in_tuples_and_env_lists_never_reach_any_output_memory(tmp_
         ))
     with memory_source(runs[:1], name="secrets-a") as a, memory_source(runs[1:], name="secrets-b") as b:
         outs = _outputs(capsys, tmp_path, a, b)
-    assert "`argv`" in outs["diff md"] and f"--password={R}" in outs["export runs table"]
+    assert "`argv`" in outs["diff md all keys"] and f"--password={R}" in outs["export runs table"]
     for name, text in outs.items():
         for side in ("a", "b"):
             for secret in [*_secrets(side), f"hunter2-tuple-{side}"]:
