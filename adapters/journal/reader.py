@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from rundiff_core.model import RunEvent, empty_history
 from rundiff_core.parsing.fidelity import step_notes
 from rundiff_core.parsing.jsonl import read_jsonl
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core.parsing.yamlsafe import YamlRefused, load_yaml_plain
 
 STEP_FIELDS = ("step", "_step", "global_step", "iteration", "iter")
 TIME_FIELDS = ("time", "wall_time", "timestamp", "_timestamp", "ts")
@@ -195,7 +195,9 @@ def read_yaml(path: str) -> tuple[dict[str, Any], list[str]]:
     if text is None:
         return {}, []
     try:
-        data = load_yaml_plain(text)
+        data = load_yaml_plain(text, os.path.basename(path))
+    except YamlRefused as exc:
+        return {}, [f"{exc}; config empty"]
     except Exception as exc:  # yaml.YAMLError and friends: degrade, never crash
         return {}, [f"{os.path.basename(path)}: unreadable YAML ({type(exc).__name__}); config empty"]
     return (data if isinstance(data, dict) else {"value": data}), []

@@ -1,39 +1,21 @@
-"""The generic local-file adapter's hooks: results/meta JSON, eval CSVs, CSV logs with a step column."""
+"""The local-file adapter's hooks: run logs on disk, by named layout or by sniffing their content.
+
+What is recognised, in order, is `discover.LAYOUTS` (documented in docs/local.md).
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 
-from rundiff_core.hookspecs import hookimpl
-from rundiff_core.registry import AdapterSpec, Claim, ProjectClaim
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
 
 NAME = "local"
-PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 
 
-def is_local_file(path: str) -> bool:
-    base = os.path.basename(path).lower()
-    return os.path.isfile(path) and any(fnmatch.fnmatch(base, p) for p in PATTERNS)
+def find_runs(root: str, depth: int = 3) -> list:
+    from .discover import discover
 
-
-def find_files(root: str, depth: int = 3) -> list[str]:
-    """Recognised files at or below `root`, sorted, skipping hidden folders."""
-    if os.path.isfile(root):
-        return [root] if is_local_file(root) else []
-    found: list[str] = []
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_file() and is_local_file(entry.path):
-            found.append(entry.path)
-        elif entry.is_dir() and depth > 0:
-            found.extend(find_files(entry.path, depth - 1))
-    return found
+    return discover(root, depth)
 
 
 @hookimpl
@@ -44,26 +26,45 @@ def rundiff_register_adapters(register):
             schemes=("local",),
             source="rundiff_adapters.local.source:LocalSource",
             priority=100,
-            summary="generic local files: *results*.json, *meta*.json, eval*.csv, CSV logs",
+            summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, Spinning Up, "
+            "SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
         )
     )
 
 
 @hookimpl
 def rundiff_sniff_path(path):
-    if is_local_file(path):
-        return Claim(NAME, f"recognised file name {os.path.basename(path)}")
-    if os.path.isdir(path):
-        files = find_files(path, depth=2)
-        if files:
-            shown = ", ".join(os.path.relpath(f, path) for f in files[:3])
-            return Claim(NAME, f"folder with {len(files)} result/metric file(s): {shown}")
-    return None
+    if not os.path.exists(path):
+        return None
+    runs = find_runs(path, depth=2)
+    if not runs:
+        return None
+    if os.path.isfile(path):
+        return Claim(NAME, f"{runs[0].layout}: {runs[0].reason}")
+    layouts = sorted({r.layout for r in runs})
+    shown = ", ".join(os.path.relpath(r.path, path) for r in runs[:3])
+    return Claim(NAME, f"{len(runs)} run(s) ({', '.join(layouts)}): {shown}")
 
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
-    files = [f for f in find_files(cwd, depth=1)]
+    from .discover import is_result_file
+
+    files = []
+    for folder in [cwd] + _subdirs(cwd):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        files += [n for n in names if is_result_file(n) and os.path.isfile(os.path.join(folder, n))]
     if files:
         return ProjectClaim(NAME, f"{len(files)} results/meta/eval file(s) in {cwd}", address=f"local:{cwd}")
     return None
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return [e.path for e in sorted(os.scandir(path), key=lambda e: e.name)
+                if e.is_dir() and not e.name.startswith(".")]
+    except OSError:
+        return []

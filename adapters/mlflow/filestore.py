@@ -27,7 +27,7 @@ import yaml
 
 from rundiff_core.errors import InputError
 from rundiff_core.model import empty_history, make_history
-from rundiff_core.parsing.yamlsafe import load_yaml_plain
+from rundiff_core.parsing.yamlsafe import YamlRefused, load_yaml_plain
 
 from .layout import RESERVED_IN_EXPERIMENT, TRASH
 from .records import (
@@ -61,7 +61,9 @@ def _read_meta(folder: str) -> tuple[dict | None, str | None]:
     if text is None:
         return None, "meta.yaml missing or unreadable"
     try:
-        data = load_yaml_plain(text)
+        data = load_yaml_plain(text, "meta.yaml")
+    except YamlRefused as exc:
+        return None, str(exc)
     except yaml.YAMLError as exc:
         return None, f"meta.yaml is not valid YAML ({str(exc).splitlines()[0]})"
     if not isinstance(data, dict):
