@@ -199,18 +199,46 @@ def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
         frame = _read_pandas(path, sniff, notes)
     elif sniff.kind == "ws":
         frame = _read_pandas(path, sniff, notes)
-    elif sniff.kind == "jsonl":
+    if sniff.kind in ("\t", ",", ";", "ws"):
+        return frame_columns(frame), notes
+    if sniff.kind == "jsonl":
         from rundiff_core.parsing.jsonl import read_jsonl
 
         res = read_jsonl(path, name=name)
         notes += res.notes
         if res.table is not None:
             return _arrow_columns(_flatten_arrow(res.table)), notes
-        frame = pd.json_normalize(res.rows or [], sep="/") if res.rows else pd.DataFrame()
-    else:
-        data = _read_json_array(path, notes)
-        frame = pd.json_normalize(data, sep="/") if data else pd.DataFrame()
-    return frame_columns(frame), notes
+        return records_columns(res.rows or []), notes
+    return records_columns(_read_json_array(path, notes)), notes
+
+
+def records_columns(records: list[dict[str, Any]]) -> Columns:
+    """JSON records → columns; a missing key is no point, a logged NaN is one."""
+    from rundiff_core import flatten
+
+    index: dict[str, int] = {}
+    vals: list[list[float]] = []
+    oks: list[list[bool]] = []
+    text: dict[str, None] = {}
+    n = len(records)
+    for i, rec in enumerate(records):
+        for k, v in flatten(rec, sep="/").items():
+            j = index.get(k)
+            if j is None:
+                j = index[k] = len(vals)
+                vals.append([np.nan] * n)
+                oks.append([False] * n)
+            if isinstance(v, bool | int | float):
+                vals[j][i] = float(v)
+                oks[j][i] = True
+            elif isinstance(v, str) and is_number(v):
+                vals[j][i] = float(v)
+                oks[j][i] = True
+            elif v is not None:
+                text[k] = None
+    names = [k for k in index if k not in text]
+    return Columns(names, [np.asarray(vals[index[k]], dtype="float64") for k in names],
+                   [np.asarray(oks[index[k]], dtype=bool) for k in names], list(text), n)
 
 
 def _read_json_array(path: str, notes: list[str]) -> list[dict[str, Any]]:
@@ -317,11 +345,13 @@ def frame_columns(frame: pd.DataFrame) -> Columns:
             ok = s.notna().to_numpy()
         else:
             present = s.notna() & (s.astype(str).str.strip() != "") if s.dtype == object else s.notna()
+            nan_text = s.astype(str).str.strip().str.lower().isin(("nan", "inf", "-inf", "+inf",
+                                                                   "infinity", "-infinity"))
             if s.dtype == object and s.map(lambda v: isinstance(v, list | dict)).any():
                 text.append(str(c))
                 continue
             coerced = pd.to_numeric(s.where(present), errors="coerce")
-            if not present.any() or coerced.notna().sum() != present.sum():
+            if not present.any() or (coerced.notna() | nan_text).sum() != present.sum():
                 text.append(str(c))
                 continue
             arr = coerced.to_numpy(dtype="float64", na_value=np.nan)

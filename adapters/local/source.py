@@ -29,7 +29,7 @@ from rundiff_core.redact import redact
 from .discover import RunSpec, discover
 from .layouts import READERS, SEED_KEY, Meta, seed_from_config, seed_from_name, strip_seed
 
-_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+_OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 class LocalSource(BaseSource):
@@ -49,6 +49,7 @@ class LocalSource(BaseSource):
                 "lm-eval layouts, *results*.json and *meta*.json; see docs/local.md",
             )
         self._meta: dict[str, Meta] = {}
+        self._neighbours: dict[str, RunSpec] = {}  # runs beside the root, found for seed siblings
 
     def _ref(self, spec: RunSpec) -> RunRef:
         base = os.path.dirname(self.root) if os.path.isfile(self.root) else self.root
@@ -63,7 +64,7 @@ class LocalSource(BaseSource):
 
     def _spec(self, ref: RunRef) -> RunSpec:
         path = ref.address.split(":", 1)[1]
-        spec = self.specs.get(path)
+        spec = self.specs.get(path) or self._neighbours.get(path)
         if spec is None:
             raise RunNotFoundError(f"no local run {ref.run_id!r} under {self.address.locator}",
                                    hint=f"`rundiff ls local:{self.address.locator}` lists them")
@@ -135,9 +136,16 @@ class LocalSource(BaseSource):
         if key is None:
             return [ref]
         parent = key[0]
+        pool = self.specs
+        if not any(os.path.dirname(p) == parent and p != spec.path for p in self.specs):
+            # the address named one run: its seeds are the runs beside it
+            if not self._neighbours:
+                self._neighbours = {s.path: s for s in discover(parent, depth=1)
+                                    if os.path.dirname(s.path) == parent}
+            pool = {**self._neighbours, **self.specs}
         out = []
-        for path in sorted(self.specs):
-            other = self.specs[path]
+        for path in sorted(pool):
+            other = pool[path]
             if os.path.dirname(path) != parent:
                 continue
             if path == spec.path:

@@ -38,11 +38,11 @@ TAIL_BYTES = 16 << 10
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)(?=(?:ms|us|ns|s|%)?[,;]?$|\s|/)"
 _VALUE = re.compile(rf"^(?P<num>{_NUMBER})(?:/(?P<total>\d+)(?:=(?P<ratio>{_NUMBER}))?)?"
                     r"(?P<unit>[A-Za-zµ%]+(?:/[A-Za-z]+)?)?[,;]?$", re.I)
-_KEY = re.compile(r"^[A-Za-z_][\w./\-%\[\]()]*$")
+_KEY = re.compile(r"^[A-Za-z_][\w./\-%]*$")
 _SPLIT = re.compile(r"\s*\|\s*|\s*;\s+|\t+|,\s+")
 _TRIPLE = re.compile(rf"^\s*(?P<step>\d+)\s+(?P<key>[A-Za-z_][\w./\-]*)\s+(?P<val>{_NUMBER})\s*$",
                      re.I)
-_JOINED = re.compile(r"^(?P<key>[A-Za-z_][\w./\-%\[\]()]*?)(?P<sep>[:=])(?P<val>\S+)$")
+_JOINED = re.compile(r"^(?P<key>[A-Za-z_][\w./\-%]*?)(?P<sep>[:=])(?P<val>\S+)$")
 _PUNCT = re.compile(r"^[\W_]+$")
 
 
