@@ -301,3 +301,18 @@ def test_row_index_is_said_when_no_step_column(tmp_path):
 def test_bare_path_is_detected_as_local(realdata, capsys):
     assert main(["detect", str(realdata / "text-llmc-gpt2-124m")]) == 0
     assert "winner: local" in capsys.readouterr().out
+
+
+def test_docs_list_every_layout_in_detection_order():
+    """docs/local.md's order table is discover.LAYOUTS; docs/addresses.md has a row for each."""
+    import re
+
+    from rundiff_adapters.local.discover import LAYOUTS
+
+    root = Path(__file__).resolve().parents[2] / "docs"
+    text = (root / "local.md").read_text()
+    table = re.findall(r"^\| (\d+) \| `([\w-]+)` \|", text, re.M)
+    assert [name for _, name in table] == [name for name, _ in LAYOUTS]
+    assert [int(n) for n, _ in table] == list(range(1, len(LAYOUTS) + 1))
+    rows = re.findall(r"^\| 100 · (\d+) \| local — ", (root / "addresses.md").read_text(), re.M)
+    assert [int(n) for n in rows] == list(range(1, len(LAYOUTS) + 1))
