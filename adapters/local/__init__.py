@@ -41,9 +41,9 @@ def rundiff_sniff_path(path):
         return None
     if os.path.isfile(path):
         return Claim(NAME, f"{runs[0].layout}: {runs[0].reason}")
-    layouts = sorted({r.layout for r in runs})
-    shown = ", ".join(os.path.relpath(r.path, path) for r in runs[:3])
-    return Claim(NAME, f"{len(runs)} run(s) ({', '.join(layouts)}): {shown}")
+    shown = ", ".join(f"{os.path.relpath(r.path, path)} ({r.layout})" for r in runs[:3])
+    more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
+    return Claim(NAME, f"{len(runs)} run(s): {shown}{more}")
 
 
 @hookimpl

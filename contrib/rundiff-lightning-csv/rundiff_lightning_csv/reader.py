@@ -149,7 +149,7 @@ def read_hparams(path: str) -> tuple[dict[str, Any], list[str]]:
     except OSError as exc:
         return {}, [f"hparams.yaml unreadable ({exc.strerror or exc}): config not loaded"]
     try:
-        data = load_yaml_plain(raw, "hparams.yaml")
+        data = load_yaml_plain(raw)
     except yaml.YAMLError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {}, [f"hparams.yaml is not valid YAML ({first}): config not loaded"]
