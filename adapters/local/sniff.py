@@ -293,6 +293,10 @@ def _arrow_columns(table: Any) -> Columns:
     for name, col in zip(table.column_names, table.columns, strict=True):
         typ = col.type
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            head = col.slice(0, 200).drop_null().to_pylist()
+            if any(not is_number(v) for v in head if v.strip()):
+                text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
+                continue
             try:
                 col = pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -402,14 +406,22 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
                 wall = cols.values[cols.names.index(match)] * scale
                 break
     metrics = [c for c in cols.names if c not in (step, time_col)]
-    dropped = int((~step_ok).sum())
+    all_steps = bool(step_ok.all())
+    dropped = 0 if all_steps else int((~step_ok).sum())
+    no_wall = time_col is None
     parts_s, parts_v, parts_w, counts = [], [], [], []
     for c in metrics:
         j = cols.names.index(c)
+        if all_steps and cols.valid[j].all():  # a dense column: no copy before the concatenation
+            parts_s.append(steps)
+            parts_v.append(cols.values[j])
+            parts_w.append(wall)
+            counts.append(cols.rows)
+            continue
         m = cols.valid[j] & step_ok
         parts_s.append(steps[m])
         parts_v.append(cols.values[j][m])
-        parts_w.append(wall[m])
+        parts_w.append(wall if no_wall else wall[m])
         counts.append(int(m.sum()))
     x = f"x = {step}" if step else "x = row index (no step-like column)"
     bits = [f"{name} read as {described}" if described else name, x, f"{len(metrics)} metrics"]
@@ -425,12 +437,27 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
         return empty_history(), notes
     from rundiff_core.parsing.fidelity import step_notes
 
-    notes += step_notes(((c, s) for c, s in zip(metrics, parts_s, strict=True)), name)
+    dense = [c for c, s in zip(metrics, parts_s, strict=True) if s is steps]
+    sparse = [(c, s) for c, s in zip(metrics, parts_s, strict=True) if s is not steps]
+    more = step_notes(dense[:1] and [(dense[0], steps)], name)  # dense keys share one x column
+    if more:  # name every key with the problem (rare: a log that restarted or repeats steps)
+        more = step_notes(((c, steps) for c in dense), name)
+    notes += more + step_notes(sparse, name)
     keys = [prefix + (key_names or {}).get(c, c) for c in metrics]
     codes = np.repeat(np.arange(len(metrics), dtype=np.int32), counts)
-    frame = history_frame(np.concatenate(parts_s), pd.Categorical.from_codes(codes, categories=keys)
+    total = int(sum(counts))
+    out_s, out_v = np.empty(total), np.empty(total)
+    out_w = np.full(total, np.nan) if no_wall else np.empty(total)
+    pos = 0
+    for n, ps, pv, pw in zip(counts, parts_s, parts_v, parts_w, strict=True):
+        out_s[pos:pos + n] = ps  # one copy per column, straight into the long frame
+        out_v[pos:pos + n] = pv
+        if not no_wall:
+            out_w[pos:pos + n] = pw
+        pos += n
+    frame = history_frame(out_s, pd.Categorical.from_codes(codes, categories=keys)
                           if len(set(keys)) == len(keys) else pd.Categorical(np.array(keys)[codes]),
-                          np.concatenate(parts_v), np.concatenate(parts_w))
+                          out_v, out_w)
     return frame, notes
 
 
