@@ -80,9 +80,14 @@ def read_head(path: str, n: int = SNIFF_BYTES) -> bytes:
         return b""
 
 
+def looks_binary(head: bytes) -> bool:
+    """More than 1% NUL bytes: a binary file (a stray NUL — a zeroed tail after a crash — is not)."""
+    return head.count(0) > len(head) // 100 + 1
+
+
 def _lines(head: bytes, complete: bool) -> list[str] | None:
-    if b"\x00" in head:
-        return None  # binary
+    if looks_binary(head):
+        return None
     try:
         text = head.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -30,6 +30,8 @@ import pandas as pd
 
 from rundiff_core import empty_history, make_history
 
+from .sniff import looks_binary
+
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
 HEAD_BYTES = 16 << 10
@@ -142,7 +144,7 @@ def _sample(path: str) -> list[str] | None:
                 tail = fh.read(TAIL_BYTES)
     except OSError:
         return None
-    if b"\x00" in head:
+    if looks_binary(head):
         return None
     text = (head + b"\n" + tail).decode("utf-8", errors="replace")
     lines = text.splitlines()
