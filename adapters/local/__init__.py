@@ -26,8 +26,8 @@ def rundiff_register_adapters(register):
             schemes=("local",),
             source="rundiff_adapters.local.source:LocalSource",
             priority=100,
-            summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, Spinning Up, "
-            "SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
+            summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, trackio, Spinning "
+            "Up, SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
         )
     )
 

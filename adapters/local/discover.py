@@ -19,6 +19,8 @@ from .textlog import sniff_text
 #: (layout, what it claims) in detection order inside `local:`; docs/local.md mirrors this table.
 LAYOUTS = (
     ("hf-trainer", "`trainer_state.json` (a folder of `checkpoint-*` snapshots is one run)"),
+    ("trackio", "trackio project databases (`<project>.db`) and their Parquet export "
+                "(`<project>.parquet` + `_configs.parquet`): one run per trackio run"),
     ("sacred", "Sacred FileStorageObserver run folders: `run.json` + `config.json`/`metrics.json`"),
     ("dvclive", "`dvclive/` (`metrics.json`, `params.yaml`, `plots/metrics/**/*.tsv`), legacy "
                 "`dvclive.json` + `dvclive/*.tsv`"),
@@ -120,6 +122,24 @@ def claim_folder(folder: str, files: list[str], dirs: list[str]) -> tuple[RunSpe
     return None, set()
 
 
+def trackio_specs(folder: str, files: list[str]) -> list[RunSpec]:
+    """One run per trackio run in a project database (or, without one, its Parquet export)."""
+    from . import trackio
+
+    dbs = [f for f in files if f.endswith(".db") and trackio.is_trackio_db(os.path.join(folder, f))]
+    exports = [f for f in files if f.endswith(".parquet") and f[:-8] + ".db" not in dbs
+               and trackio.is_trackio_parquet(os.path.join(folder, f))]
+    specs = []
+    for name in dbs + exports:
+        path = os.path.join(folder, name)
+        runs = trackio.db_runs(path) if name.endswith(".db") else trackio.parquet_runs(path)
+        kind = "project database" if name.endswith(".db") else "Parquet export"
+        for run_id, label in runs:
+            specs.append(RunSpec(f"{path}#{label}", "trackio", [path],
+                                 f"trackio {kind} {name}", {"run_id": run_id}))
+    return specs
+
+
 def sniff_files(folder: str, files: list[str]) -> list[RunSpec]:
     """Runs from a folder no named layout claims: its tables as one run, each text log as one."""
     table = RunSpec(folder, "files", reason="")
@@ -152,9 +172,12 @@ def sniff_files(folder: str, files: list[str]) -> list[RunSpec]:
 
 
 def discover(root: str, depth: int = 4) -> list[RunSpec]:
-    """Every run at or below `root` (a file is one run), in path order."""
+    """Every run at or below `root` (a file is one run; a trackio database one per run), in
+    path order."""
     if os.path.isfile(root):
         folder, name = os.path.split(root)
+        if name.endswith((".db", ".parquet")):
+            return trackio_specs(folder, [name])
         if name == "trainer_state.json":
             return [RunSpec(root, "hf-trainer", [root], "HF Trainer state file")]
         specs = sniff_files(folder, [name])
@@ -171,7 +194,11 @@ def discover(root: str, depth: int = 4) -> list[RunSpec]:
 def _walk(folder: str, depth: int, out: list[RunSpec]) -> None:
     files, dirs = _entries(folder)
     spec, consumed = claim_folder(folder, files, dirs)
-    if spec is not None:
+    tracked = trackio_specs(folder, files) if spec is None and any(
+        f.endswith((".db", ".parquet")) for f in files) else []
+    if tracked:
+        out.extend(tracked)
+    elif spec is not None:
         out.append(spec)
     else:
         out.extend(sniff_files(folder, files))

@@ -640,7 +640,31 @@ def text_history(spec: RunSpec) -> tuple[pd.DataFrame, list[str]]:
     return read_text_log(spec.path, spec.sniffs.get(spec.path))  # type: ignore[arg-type]
 
 
+def _trackio_parts(spec: RunSpec) -> tuple[str, str, bool]:
+    path = spec.files[0]
+    return path, str(spec.sniffs["run_id"]), path.endswith(".db")
+
+
+def trackio_meta(spec: RunSpec) -> Meta:
+    from . import trackio
+
+    path, run_id, is_db = _trackio_parts(spec)
+    config, meta, notes = (trackio.db_config if is_db else trackio.parquet_config)(path, run_id)
+    out = Meta(config=config, notes=notes, meta={"trackio_run_id": run_id, **meta})
+    label = spec.path.rsplit("#", 1)[1]
+    out.arm = strip_seed(label)
+    return out
+
+
+def trackio_history(spec: RunSpec) -> tuple[pd.DataFrame, list[str]]:
+    from . import trackio
+
+    path, run_id, is_db = _trackio_parts(spec)
+    return (trackio.db_history if is_db else trackio.parquet_history)(path, run_id)
+
+
 READERS = {
+    "trackio": (trackio_meta, trackio_history),
     "hf-trainer": (hf_meta, hf_history),
     "spinningup": (spinningup_meta, spinningup_history),
     "sb3": (sb3_meta, sb3_history),

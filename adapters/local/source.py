@@ -37,10 +37,20 @@ class LocalSource(BaseSource):
 
     def __init__(self, address: Address) -> None:
         super().__init__(address)
-        self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
+        locator = address.locator or "."
+        selector = None
+        if "#" in locator and not os.path.exists(os.path.expanduser(locator)):
+            locator, selector = locator.rsplit("#", 1)  # PROJECT.db#RUN (trackio)
+        self.root = os.path.abspath(os.path.expanduser(locator))
         if not os.path.exists(self.root):
             raise InputError(f"no such file or directory: {address.locator}")
         self.specs: dict[str, RunSpec] = {s.path: s for s in discover(self.root)}
+        if selector is not None:
+            self.specs = {p: s for p, s in self.specs.items() if p.rsplit("#", 1)[-1] == selector
+                          or s.sniffs.get("run_id") == selector}
+            if not self.specs:
+                raise RunNotFoundError(f"no run {selector!r} in {locator}",
+                                       hint=f"`rundiff ls local:{locator}` lists them")
         if not self.specs:
             raise InputError(
                 f"no run logs found in {address.locator}",
@@ -54,6 +64,8 @@ class LocalSource(BaseSource):
     def _ref(self, spec: RunSpec) -> RunRef:
         base = os.path.dirname(self.root) if os.path.isfile(self.root) else self.root
         rel = os.path.relpath(spec.path, base)
+        if "#" in spec.path and os.path.isfile(self.root):
+            rel = os.path.basename(spec.path)
         run_id = rel if rel != "." else os.path.basename(spec.path)
         name = os.path.relpath(spec.path)
         return RunRef(run_id=run_id, address=f"local:{spec.path}",
