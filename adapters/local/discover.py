@@ -194,8 +194,8 @@ def discover(root: str, depth: int = 4) -> list[RunSpec]:
 def _walk(folder: str, depth: int, out: list[RunSpec]) -> None:
     files, dirs = _entries(folder)
     spec, consumed = claim_folder(folder, files, dirs)
-    tracked = trackio_specs(folder, files) if spec is None and any(
-        f.endswith((".db", ".parquet")) for f in files) else []
+    tracked = trackio_specs(folder, files) if (spec is None or spec.layout != "hf-trainer") and any(
+        f.endswith((".db", ".parquet")) for f in files) else []  # LAYOUTS order: trackio second
     if tracked:
         out.extend(tracked)
     elif spec is not None:
