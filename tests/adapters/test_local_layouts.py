@@ -316,3 +316,22 @@ def test_docs_list_every_layout_in_detection_order():
     assert [int(n) for n, _ in table] == list(range(1, len(LAYOUTS) + 1))
     rows = re.findall(r"^\| 100 · (\d+) \| local — ", (root / "addresses.md").read_text(), re.M)
     assert [int(n) for n in rows] == list(range(1, len(LAYOUTS) + 1))
+
+
+def test_dvclive_files_written_by_dvclive(tmp_path):
+    """tests/fixtures/dvclive: written once by dvclive (see VERSION) with
+    scripts/make_dvclive_fixtures.py; dvclive pulls dvc, too heavy for every CI run."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "dvclive"
+    before = _tree_hash(fixture)
+    src, refs = _runs(fixture)
+    assert len(refs) == 1
+    run = src.load_run(refs[0])
+    assert run.config == {"lr": 0.01, "seed": 7, "model": {"layers": 2, "width": 64}} and run.seed == 7
+    assert run.summary["best_eval_loss"] == 0.125 and run.summary["eval/loss"] == 0.125
+    hist = run.history()
+    loss = hist[hist.key == "loss"]
+    assert list(loss.step) == list(range(20)) and np.isnan(loss.value.iloc[3])
+    assert loss.value.iloc[4] == pytest.approx(2.0 / 5)
+    assert list(hist[hist.key == "eval/loss"].step) == [4, 9, 14, 19]
+    assert len(hist[hist.key == "train/acc"]) == 20
+    assert _tree_hash(fixture) == before
