@@ -12,7 +12,6 @@ One run outside any git/DVC repo: params (lr, seed, nested model config), 20 ste
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys

@@ -335,3 +335,25 @@ def test_dvclive_files_written_by_dvclive(tmp_path):
     assert list(hist[hist.key == "eval/loss"].step) == [4, 9, 14, 19]
     assert len(hist[hist.key == "train/acc"]) == 20
     assert _tree_hash(fixture) == before
+
+
+def test_sacred_files_written_by_sacred():
+    """tests/fixtures/sacred: written once by sacred (see VERSION) with
+    scripts/make_sacred_fixtures.py; sacred 0.8.7 needs pkg_resources, gone from this setuptools."""
+    runs_dir = Path(__file__).resolve().parents[1] / "fixtures" / "sacred" / "runs"
+    src, refs = _runs(runs_dir)
+    by = {r.run_id: r for r in refs}
+    runs = {k: src.load_run(r) for k, r in by.items()}
+    assert sorted(runs) == ["1", "2", "3", "4", "5"]
+    assert [runs[k].seed for k in ("1", "2", "3")] == [1, 2, 3]
+    assert runs["1"].status == "finished" and runs["1"].summary["result"] == 0.5
+    loss = runs["2"].history(["loss"])
+    assert list(loss.step) == [0, 1, 2, 3, 4]
+    assert list(loss.value) == pytest.approx([1.1, 0.6, 1 / 3 + 0.1, 0.35, 0.3], abs=1e-6)
+    assert loss.wall_time.notna().all()
+    assert len(runs["1"].history(["eval.acc"])) == 5
+    failed = runs["5"]
+    assert failed.status == "crashed" and len(failed.history(["loss"])) == 2
+    assert "diverged at step 2" in failed.events[0].payload["reason"]
+    assert sorted(r.run_id for r in src.seed_siblings(by["1"])) == ["1", "2", "3"]
+    assert [r.run_id for r in src.seed_siblings(by["4"])] == ["4"]  # another lr: another arm
