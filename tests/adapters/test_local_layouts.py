@@ -357,3 +357,13 @@ def test_sacred_files_written_by_sacred():
     assert "diverged at step 2" in failed.events[0].payload["reason"]
     assert sorted(r.run_id for r in src.seed_siblings(by["1"])) == ["1", "2", "3"]
     assert [r.run_id for r in src.seed_siblings(by["4"])] == ["4"]  # another lr: another arm
+
+
+def test_rl_return_names_are_maximised_and_spelled_alike():
+    from rundiff_core.engines.metricnames import synonym_key
+    from rundiff_core.engines.stats import goal_for
+
+    for name in ("AverageEpRet", "TestEpRet", "rollout/ep_rew_mean", "episode/reward"):
+        assert goal_for(name) == "max", name
+    assert goal_for("interpret_loss") == "min" and goal_for("interpretability") == "min"
+    assert synonym_key("AverageEpRet") == synonym_key("average-episode-return")
