@@ -12,10 +12,13 @@ from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
 NAME = "local"
 
 
-def find_runs(root: str, depth: int = 3) -> list:
+DETECT_LIMIT = 20  # runs enough to claim a path; the walk stops there
+
+
+def find_runs(root: str, depth: int = 3, limit: int | None = None) -> list:
     from .discover import discover
 
-    return discover(root, depth)
+    return discover(root, depth, limit)
 
 
 @hookimpl
@@ -36,14 +39,15 @@ def rundiff_register_adapters(register):
 def rundiff_sniff_path(path):
     if not os.path.exists(path):
         return None
-    runs = find_runs(path, depth=2)
+    runs = find_runs(path, depth=2, limit=DETECT_LIMIT)
     if not runs:
         return None
     if os.path.isfile(path):
         return Claim(NAME, f"{runs[0].layout}: {runs[0].reason}")
     shown = ", ".join(f"{os.path.relpath(r.path, path)} ({r.layout})" for r in runs[:3])
     more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
-    return Claim(NAME, f"{len(runs)} run(s): {shown}{more}")
+    count = f"{len(runs)}+" if len(runs) >= DETECT_LIMIT else str(len(runs))
+    return Claim(NAME, f"{count} run(s): {shown}{more}")
 
 
 @hookimpl

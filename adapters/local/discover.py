@@ -39,7 +39,7 @@ SNIFF_EXTS = {"", ".csv", ".tsv", ".txt", ".log", ".out", ".jsonl", ".ndjson", "
               ".tab"}
 NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc.yaml", ".gitignore",
             "cout.txt", "model_summary.txt", "summary.txt"}
-MAX_SNIFF_SIZE_NAMES = 5000  # files per folder considered at most (huge folders: first 5000 names)
+MAX_FILES_PER_FOLDER = 5000  # files per folder considered at most (huge folders: first 5000 names)
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _LMEVAL_HEAD = re.compile(rb'^\s*\{\s*"results"\s*:\s*\{')
 
@@ -68,7 +68,7 @@ def _entries(folder: str) -> tuple[list[str], list[str]]:
         return [], []
     files = [e.name for e in entries if not e.name.startswith(".") and e.is_file()]
     dirs = [e.name for e in entries if not e.name.startswith(".") and e.is_dir()]
-    return files[:MAX_SNIFF_SIZE_NAMES], dirs
+    return files[:MAX_FILES_PER_FOLDER], dirs
 
 
 def checkpoints(folder: str, dirs: list[str]) -> list[tuple[int, str]]:
@@ -155,8 +155,8 @@ def sniff_files(folder: str, files: list[str]) -> list[RunSpec]:
         if os.path.splitext(low)[1] not in SNIFF_EXTS:
             continue
         found = sniff_table(path)
-        if found is not None and not low.endswith(".json") or found is not None and found.kind == "json":
-            table.files.append(path)
+        if found is not None and (found.kind == "json" or not low.endswith(".json")):
+            table.files.append(path)  # a .json file counts only as an array of records
             table.sniffs[path] = found
             continue
         grammar = sniff_text(path) if not low.endswith((".json", ".csv", ".tsv")) else None
@@ -171,7 +171,7 @@ def sniff_files(folder: str, files: list[str]) -> list[RunSpec]:
     return specs + texts
 
 
-def discover(root: str, depth: int = 4) -> list[RunSpec]:
+def discover(root: str, depth: int = 4, limit: int | None = None) -> list[RunSpec]:
     """Every run at or below `root` (a file is one run; a trackio database one per run), in
     path order."""
     if os.path.isfile(root):
@@ -187,11 +187,13 @@ def discover(root: str, depth: int = 4) -> list[RunSpec]:
             s.path = root
         return specs
     out: list[RunSpec] = []
-    _walk(root, depth, out)
+    _walk(root, depth, out, limit)
     return out
 
 
-def _walk(folder: str, depth: int, out: list[RunSpec]) -> None:
+def _walk(folder: str, depth: int, out: list[RunSpec], limit: int | None = None) -> None:
+    if limit is not None and len(out) >= limit:
+        return  # detection only needs to know there are runs
     files, dirs = _entries(folder)
     spec, consumed = claim_folder(folder, files, dirs)
     tracked = trackio_specs(folder, files) if (spec is None or spec.layout != "hf-trainer") and any(
@@ -206,9 +208,4 @@ def _walk(folder: str, depth: int, out: list[RunSpec]) -> None:
         return
     for d in dirs:
         if d not in consumed and d not in ("__pycache__", "node_modules", "wandb", "mlruns"):
-            _walk(os.path.join(folder, d), depth - 1, out)
-
-
-def any_run(root: str, depth: int = 2) -> list[RunSpec]:
-    """Cheap check for detection: the runs of `root` (stops descending once some are found)."""
-    return discover(root, depth)
+            _walk(os.path.join(folder, d), depth - 1, out, limit)
