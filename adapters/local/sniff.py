@@ -267,14 +267,25 @@ def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str]) -> Columns | None
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    try:
-        table = pacsv.read_csv(
+    def read(types: dict | None) -> Any:
+        return pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(skip_rows=len(sniff.comments), block_size=8 << 20),
             parse_options=pacsv.ParseOptions(delimiter=sniff.kind, newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True,
-                                                 quoted_strings_can_be_null=True),
+                                                 quoted_strings_can_be_null=True,
+                                                 column_types=types),
         )
+
+    try:
+        try:
+            table = read(None)
+        except pa.ArrowInvalid as exc:
+            if "conversion error" not in str(exc):
+                raise
+            # a type guessed from the first block (ints) meets a later value (0.5): read every
+            # column as text, then cast column by column (still C++, still one pass)
+            table = read({h: pa.string() for h in sniff.header})
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
         notes.append(f"{os.path.basename(path)}: ragged or malformed rows "
                      f"({str(exc).splitlines()[0][:100]}); read row by row, bad rows skipped")
