@@ -59,3 +59,24 @@ def test_bomb_config_costs_only_the_config(tmp_path):
     assert time.perf_counter() - t0 < 1.0
     assert loaded.config == {} and len(loaded.history(["loss"])) == 2 and loaded.seed == 1
     assert any(n.startswith("config.yaml: refused") for n in loaded.fidelity)
+
+
+def test_bomb_in_a_journal_config_and_a_wandb_run_config(tmp_path, demo_runs, realdata):
+    import shutil
+
+    run_dir = demo_runs / "exp-baseline" / "seed-0"
+    (run_dir / "config.yaml").write_text(alias_bomb())
+    t0 = time.perf_counter()
+    run = open_source(f"journal:{run_dir}").load_run(open_source(f"journal:{run_dir}").list_runs()[0])
+    assert time.perf_counter() - t0 < 1.0
+    assert run.config == {} and len(run.history()) > 0
+    assert any("config.yaml: refused" in n for n in run.fidelity)
+    src_run = next((realdata / "wandb-verysimpletransformer" / "wandb").glob("run-*"))
+    copy = tmp_path / src_run.name
+    shutil.copytree(src_run, copy)
+    (copy / "files" / "config.yaml").write_text(alias_bomb())
+    t0 = time.perf_counter()
+    src = open_source(f"wandb:{copy}")
+    loaded = src.load_run(src.list_runs()[0])
+    assert time.perf_counter() - t0 < 2.0
+    assert any("files/config.yaml: refused" in n for n in loaded.fidelity)
