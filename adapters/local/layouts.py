@@ -19,7 +19,16 @@ import pandas as pd
 from rundiff_core import empty_history, flatten, make_history
 
 from .discover import CONFIG_FILES, RunSpec, checkpoints
-from .sniff import Sniff, one_row, read_columns, read_head, read_table, sniff_table, to_long
+from .sniff import (
+    Sniff,
+    one_row,
+    points_frame,
+    read_columns,
+    read_head,
+    read_table,
+    sniff_table,
+    to_long,
+)
 from .textlog import read_text_log
 
 SEED_KEY = re.compile(r"^(seed|random_seed|manual_seed|manualseed|rng_seed)$", re.I)
@@ -223,22 +232,7 @@ def hf_history(spec: RunSpec) -> tuple[pd.DataFrame, list[str]]:
             values.append(float(v))
     notes.append("trainer_state.json log_history: x = step; train and eval rows kept as their own "
                  "keys (eval_*)")
-    return _long(steps, keys, values, None, notes, "trainer_state.json")
-
-
-def _long(steps: list[float], keys: list[str], values: list[float], wall: list[float] | None,
-          notes: list[str], name: str) -> tuple[pd.DataFrame, list[str]]:
-    if not values:
-        return empty_history(), notes
-    codes, uniques = pd.factorize(np.array(keys, dtype=object))
-    order = np.argsort(codes, kind="stable")
-    cat = pd.Categorical.from_codes(codes[order], categories=[str(u) for u in uniques])
-    w = None if wall is None else np.asarray(wall, dtype="float64")[order]
-    from rundiff_core.parsing.fidelity import step_notes
-
-    s = np.asarray(steps, dtype="float64")
-    notes += step_notes(((str(u), s[codes == i]) for i, u in enumerate(uniques)), name)
-    return make_history(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
+    return points_frame(steps, keys, values, None, notes, "trainer_state.json")
 
 
 # -- Spinning Up / garage / rllab -----------------------------------------------------------------
@@ -532,7 +526,7 @@ def sacred_history(spec: RunSpec) -> tuple[pd.DataFrame, list[str]]:
         if n:
             notes.append(f"info.json: {n} PyMARL-style series (k with k_T env steps; jsonpickled "
                          "numpy scalars read as numbers)")
-    return _long(steps, keys, values, wall, notes, "metrics.json")
+    return points_frame(steps, keys, values, wall, notes, "metrics.json")
 
 
 # -- lm-evaluation-harness ------------------------------------------------------------------------

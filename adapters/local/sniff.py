@@ -477,6 +477,23 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
     return frame, notes
 
 
+def points_frame(steps: list[float], keys: list[str], values: list[float], wall: list[float] | None,
+                 notes: list[str], name: str) -> tuple[pd.DataFrame, list[str]]:
+    """Points collected one by one (text logs, JSON rows) → the long frame, each key's points
+    together in logged order, plus the step notes."""
+    if not values:
+        return empty_history(), notes
+    from rundiff_core.parsing.fidelity import step_notes
+
+    codes, uniques = pd.factorize(np.array(keys, dtype=object))
+    order = np.argsort(codes, kind="stable")
+    cat = pd.Categorical.from_codes(codes[order], categories=[str(u) for u in uniques])
+    s = np.asarray(steps, dtype="float64")
+    notes += step_notes(((str(u), s[codes == i]) for i, u in enumerate(uniques)), name)
+    w = np.full(len(s), np.nan) if wall is None else np.asarray(wall, dtype="float64")[order]
+    return history_frame(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
+
+
 def read_table(path: str, sniff: Sniff | None = None, **kw: Any) -> tuple[pd.DataFrame, list[str]]:
     """A tabular log's full history and notes (the layout inferred, skipped columns and rows)."""
     sniff = sniff or sniff_table(path)

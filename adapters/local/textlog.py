@@ -25,12 +25,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
-from rundiff_core import empty_history, make_history
+from rundiff_core import empty_history
 
-from .sniff import looks_binary
+from .sniff import looks_binary, points_frame
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
@@ -212,7 +211,7 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
                 values.append(float(m.group("val")))
             notes = [f"{name} read as a {grammar.describe()}; {total_lines} lines, "
                      f"{len(values)} points, {skipped} line(s) skipped"]
-            return _frame(steps, keys, values, name, notes)
+            return points_frame(steps, keys, values, None, notes, name)
         step_key = grammar.step
         pending: list[Record] = []
         stepless: Counter[tuple[str, ...]] = Counter()
@@ -272,20 +271,4 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")
-    return _frame(steps, keys, values, name, notes)
-
-
-def _frame(steps: list[float], keys: list[str], values: list[float], name: str,
-           notes: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    if not values:
-        return empty_history(), notes
-    key_arr = np.array(keys, dtype=object)
-    codes, uniques = pd.factorize(key_arr)
-    order = np.argsort(codes, kind="stable")  # each key's points together, in logged order
-    cat = pd.Categorical.from_codes(codes[order], categories=[str(u) for u in uniques])
-    frame = make_history(np.asarray(steps)[order], cat, np.asarray(values)[order])
-    from rundiff_core.parsing.fidelity import step_notes
-
-    s = np.asarray(steps)
-    notes += step_notes(((str(u), s[codes == i]) for i, u in enumerate(uniques)), name)
-    return frame, notes
+    return points_frame(steps, keys, values, None, notes, name)

@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core import empty_history, flatten, make_history
+from rundiff_core import flatten
+
+from .sniff import _arrow_columns, points_frame, to_long
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 META_KEYS = ("_Username", "_Created", "_Group")
@@ -183,7 +185,7 @@ def db_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"{media} non-numeric value(s) (media, tables, text) not loaded")
     notes.insert(0, f"trackio database {os.path.basename(path)}: metrics rows (JSON) → history, "
                     "x = step")
-    return _frame(steps, keys, values, wall, notes)
+    return points_frame(steps, keys, values, wall, notes, os.path.basename(path))
 
 
 def parquet_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
@@ -196,7 +198,6 @@ def parquet_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
     if col == "run_id" and not pc.any(mask).as_py():
         mask = pc.equal(table.column("run_name"), run_id)
     table = table.filter(mask)
-    from .sniff import _arrow_columns, to_long
 
     skip = {"id", "run_id", "run_name", "log_id", "space_id"}
     wall = np.array([_iso(t) for t in table.column("timestamp").to_pylist()], dtype="float64")
@@ -211,13 +212,3 @@ def parquet_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
         walls = [wall[cols.valid[i] & step_ok] for i, n in enumerate(cols.names) if n != "step"]
         frame["wall_time"] = np.concatenate(walls) if walls else frame["wall_time"]
     return frame, notes
-
-
-def _frame(steps, keys, values, wall, notes) -> tuple[pd.DataFrame, list[str]]:
-    if not values:
-        return empty_history(), notes
-    codes, uniques = pd.factorize(np.array(keys, dtype=object))
-    order = np.argsort(codes, kind="stable")
-    cat = pd.Categorical.from_codes(codes[order], categories=[str(u) for u in uniques])
-    return make_history(np.asarray(steps)[order], cat, np.asarray(values)[order],
-                        np.asarray(wall)[order]), notes
