@@ -259,8 +259,6 @@ def spinningup_meta(spec: RunSpec) -> Meta:
             stem = os.path.splitext(base)[0]
             out.summary.update({f"{stem}/{k}": v for k, v in row.items()})
             out.notes.append(f"{base} (one row, no step column) → summary as {stem}/*")
-    epochs = out.config.get("epochs")
-    out.meta["expected_epochs"] = epochs
     return out
 
 
