@@ -46,6 +46,9 @@ _EXPORTS: dict[str, str] = {
     "seed_from_config": "engines.arms",
     "seed_from_name": "engines.arms",
     "seed_of": "engines.arms",
+    "seed_stem": "engines.arms",
+    "is_seed_key": "engines.arms",
+    "is_identity_key": "engines.arms",
     "AdapterSpec": "registry",
     "Claim": "registry",
     "OptionSpec": "registry",
@@ -63,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "walk_dirs": "walk",
     # readers' helpers: tolerant YAML, JSONL, step notes
     "load_yaml_plain": "parsing.yamlsafe",
+    "load_yaml_file": "parsing.yamlsafe",
+    "YamlRefused": "parsing.yamlsafe",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
     "step_notes": "parsing.fidelity",
@@ -83,6 +88,7 @@ _EXPORTS: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "fleet_storage": "fleet.storage",  # the fleet dataset's files, for the parquet: adapter
     "protobuf": "parsing.protobuf",  # the protobuf field scanner of the binary readers
+    "server_probe": "netprobe",  # fail fast on tracking servers: probe, status_error, fail
 }
 
 __all__ = [
@@ -118,6 +124,7 @@ __all__ = [
     "UnrecognizedSourceError",
     "UsageError",
     "Walk",
+    "YamlRefused",
     "__version__",
     "analyze_messages",
     "bucket_finish",
@@ -130,8 +137,11 @@ __all__ = [
     "fleet_storage",
     "history_frame",
     "hookimpl",
+    "is_identity_key",
+    "is_seed_key",
     "load_run",
     "load_runs",
+    "load_yaml_file",
     "load_yaml_plain",
     "make_history",
     "normalize_reason",
@@ -143,12 +153,14 @@ __all__ = [
     "protobuf",
     "read_jsonl",
     "redact_text",
-    "step_notes",
-    "walk_dirs",
     "seed_folder_siblings",
     "seed_from_config",
     "seed_from_name",
     "seed_of",
+    "seed_stem",
+    "server_probe",
+    "step_notes",
+    "walk_dirs",
 ]
 
 
@@ -181,8 +193,17 @@ def _version() -> str:
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
+    from . import netprobe as server_probe
     from .address import Address, parse_address
-    from .engines.arms import seed_folder_siblings, seed_from_config, seed_from_name, seed_of
+    from .engines.arms import (
+        is_identity_key,
+        is_seed_key,
+        seed_folder_siblings,
+        seed_from_config,
+        seed_from_name,
+        seed_of,
+        seed_stem,
+    )
     from .errors import (
         AddressError,
         AmbiguousSourceError,
@@ -214,7 +235,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.codes import factorize
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
-    from .parsing.yamlsafe import load_yaml_plain
+    from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim
     from .render.formats import ReporterSpec

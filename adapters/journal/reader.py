@@ -13,6 +13,7 @@ import pyarrow as pa
 from rundiff_core import (
     HistoryColumns,
     RunEvent,
+    YamlRefused,
     load_yaml_plain,
     numeric_column,
     read_jsonl,
@@ -197,7 +198,9 @@ def read_yaml(path: str) -> tuple[dict[str, Any], list[str]]:
     if text is None:
         return {}, []
     try:
-        data = load_yaml_plain(text)
+        data = load_yaml_plain(text, os.path.basename(path))
+    except YamlRefused as exc:
+        return {}, [f"{exc}; config empty"]
     except Exception as exc:  # yaml.YAMLError and friends: degrade, never crash
         return {}, [f"{os.path.basename(path)}: unreadable YAML ({type(exc).__name__}); config empty"]
     return (data if isinstance(data, dict) else {"value": data}), []

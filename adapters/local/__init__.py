@@ -1,35 +1,24 @@
-"""The generic local-file adapter's hooks: results/meta JSON, eval CSVs, CSV logs with a step column."""
+"""The local-file adapter's hooks: run logs on disk, by named layout or by sniffing their content.
+
+What is recognised, in order, is `discover.LAYOUTS` (documented in docs/local.md).
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 
-from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, hookimpl, walk_dirs
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
 
 NAME = "local"
-PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 
 
-def is_local_file(path: str) -> bool:
-    return os.path.isfile(path) and _matches(os.path.basename(path))
+DETECT_LIMIT = 20  # runs enough to claim a path; the walk stops there
 
 
-def find_files(root: str, depth: int = 3, max_entries: int | None = None) -> list[str]:
-    """Recognised files at or below `root`, sorted, skipping hidden folders; sniffing also caps
-    the entries listed."""
-    if os.path.isfile(root):
-        return [root] if is_local_file(root) else []
-    found: list[str] = []
-    for folder in walk_dirs(root, max_depth=depth, max_entries=max_entries):
-        found.extend(e.path for e in folder.files()
-                     if not e.name.startswith(".") and _matches(e.name))
-    return sorted(found)
+def find_runs(root: str, depth: int = 3, limit: int | None = None) -> list:
+    from .discover import discover
 
-
-def _matches(name: str) -> bool:
-    base = name.lower()
-    return any(fnmatch.fnmatch(base, p) for p in PATTERNS)
+    return discover(root, depth, limit)
 
 
 @hookimpl
@@ -40,26 +29,46 @@ def rundiff_register_adapters(register):
             schemes=("local",),
             source="rundiff_adapters.local.source:LocalSource",
             priority=100,
-            summary="generic local files: *results*.json, *meta*.json, eval*.csv, CSV logs",
+            summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, trackio, Spinning "
+            "Up, SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
         )
     )
 
 
 @hookimpl
 def rundiff_sniff_path(path):
-    if is_local_file(path):
-        return Claim(NAME, f"recognised file name {os.path.basename(path)}")
-    if os.path.isdir(path):
-        files = find_files(path, depth=2, max_entries=SNIFF_ENTRIES)
-        if files:
-            shown = ", ".join(os.path.relpath(f, path) for f in files[:3])
-            return Claim(NAME, f"folder with {len(files)} result/metric file(s): {shown}")
-    return None
+    if not os.path.exists(path):
+        return None
+    runs = find_runs(path, depth=2, limit=DETECT_LIMIT)
+    if not runs:
+        return None
+    if os.path.isfile(path):
+        return Claim(NAME, f"{runs[0].layout}: {runs[0].reason}")
+    shown = ", ".join(f"{os.path.relpath(r.path, path)} ({r.layout})" for r in runs[:3])
+    more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
+    count = f"{len(runs)}+" if len(runs) >= DETECT_LIMIT else str(len(runs))
+    return Claim(NAME, f"{count} run(s): {shown}{more}")
 
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
-    files = find_files(cwd, depth=1, max_entries=SNIFF_ENTRIES)
+    from .discover import is_result_file
+
+    files = []
+    for folder in [cwd] + _subdirs(cwd):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        files += [n for n in names if is_result_file(n) and os.path.isfile(os.path.join(folder, n))]
     if files:
         return ProjectClaim(NAME, f"{len(files)} results/meta/eval file(s) in {cwd}", address=f"local:{cwd}")
     return None
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return [e.path for e in sorted(os.scandir(path), key=lambda e: e.name)
+                if e.is_dir() and not e.name.startswith(".")]
+    except OSError:
+        return []

@@ -1,17 +1,17 @@
-"""LocalSource: infer a run's layout from ordinary result files, and say what was inferred.
+"""LocalSource: runs found on disk by layout (named or sniffed), read in full, inference said.
 
-Files in one folder form one run: an object of scalars → summary; a list of records or a CSV with a
-step/epoch column → history; `*meta*.json`, `hparams.yaml`, `config.yaml` → config.
+`discover` decides which files form which run; `layouts.READERS` reads each layout. The source
+adds what every layout shares: names, seeds (config key, else `seed-N`/`_sN` in the name) and
+the seed siblings that make an arm (rundiff redacts every run where it leaves the source).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rundiff_core import (
@@ -21,205 +21,152 @@ from rundiff_core import (
     Run,
     RunNotFoundError,
     RunRef,
-    empty_history,
     filter_keys,
     flatten,
-    load_yaml_plain,
-    seed_of,
-    step_notes,
+    is_identity_key,
+    is_seed_key,
 )
 
-from . import find_files
+from .discover import RunSpec, discover
+from .layouts import READERS, Meta, seed_from_config, seed_from_name, strip_seed
 
-STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch")
-TIME_COLUMNS = ("time", "wall_time", "timestamp", "_timestamp")
-CONFIG_FILES = ("hparams.yaml", "config.yaml", "config.yml", "params.yaml")
+_OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 class LocalSource(BaseSource):
-    thread_safe = True  # reads files only; no shared state
+    thread_safe = True  # reads files only; the per-run metadata cache is filled idempotently
 
     def __init__(self, address: Address) -> None:
         super().__init__(address)
-        self.root = os.path.abspath(os.path.expanduser(address.locator or "."))
+        locator = address.locator or "."
+        selector = None
+        if "#" in locator and not os.path.exists(os.path.expanduser(locator)):
+            locator, selector = locator.rsplit("#", 1)  # PROJECT.db#RUN (trackio)
+        self.root = os.path.abspath(os.path.expanduser(locator))
         if not os.path.exists(self.root):
             raise InputError(f"no such file or directory: {address.locator}")
-        files = find_files(self.root)
-        if not files:
+        self.specs: dict[str, RunSpec] = {s.path: s for s in discover(self.root)}
+        if selector is not None:
+            self.specs = {p: s for p, s in self.specs.items() if p.rsplit("#", 1)[-1] == selector
+                          or s.sniffs.get("run_id") == selector}
+            if not self.specs:
+                raise RunNotFoundError(f"no run {selector!r} in {locator}",
+                                       hint=f"`rundiff ls local:{locator}` lists them")
+        if not self.specs:
             raise InputError(
-                f"no result files found in {address.locator}",
-                hint="the local adapter reads *results*.json, *meta*.json, eval*.csv and metrics.csv",
+                f"no run logs found in {address.locator}",
+                hint="local: reads tabular logs (CSV/TSV/JSON lines with numeric columns), text "
+                "logs with a step field, HF Trainer, Spinning Up, SB3, DVCLive, Sacred and "
+                "lm-eval layouts, *results*.json and *meta*.json; see docs/local.md",
             )
-        self.groups: dict[str, list[str]] = {}
-        for f in files:
-            self.groups.setdefault(os.path.dirname(f), []).append(f)
+        self._meta: dict[str, Meta] = {}
+        self._neighbours: dict[str, RunSpec] = {}  # runs beside the root, found for seed siblings
+
+    def _ref(self, spec: RunSpec) -> RunRef:
+        base = os.path.dirname(self.root) if os.path.isfile(self.root) else self.root
+        rel = os.path.relpath(spec.path, base)
+        if "#" in spec.path and os.path.isfile(self.root):
+            rel = os.path.basename(spec.path)
+        run_id = rel if rel != "." else os.path.basename(spec.path)
+        name = os.path.relpath(spec.path)
+        return RunRef(run_id=run_id, address=f"local:{spec.path}",
+                      name=name if not name.startswith("..") else spec.path)
 
     def list_runs(self) -> list[RunRef]:
-        refs = []
-        for folder in sorted(self.groups):
-            rel = os.path.relpath(folder, os.path.dirname(self.root) if os.path.isfile(self.root) else self.root)
-            run_id = rel if rel != "." else os.path.basename(folder)
-            name = os.path.relpath(folder)
-            refs.append(RunRef(run_id=run_id, address=f"local:{folder}", name=name if not name.startswith("..") else folder))
-        return refs
+        return [self._ref(self.specs[p]) for p in sorted(self.specs)]
 
-    def collection(self, ref: RunRef) -> str | None:
-        """The run folder's parent, where rundiff looks for its seeds (runs with an equal config)."""
-        return f"local:{os.path.dirname(ref.address.split(':', 1)[1])}"
+    def _spec(self, ref: RunRef) -> RunSpec:
+        path = ref.address.split(":", 1)[1]
+        spec = self.specs.get(path) or self._neighbours.get(path)
+        if spec is None:
+            raise RunNotFoundError(f"no local run {ref.run_id!r} under {self.address.locator}",
+                                   hint=f"`rundiff ls local:{self.address.locator}` lists them")
+        return spec
 
-    def _files(self, ref: RunRef) -> list[str]:
-        folder = ref.address.split(":", 1)[1]
-        if folder not in self.groups:
-            raise RunNotFoundError(f"no local run {ref.run_id!r} under {self.address.locator}")
-        return self.groups[folder]
+    def _load_meta(self, spec: RunSpec) -> Meta:
+        meta = self._meta.get(spec.path)
+        if meta is None:
+            meta = self._meta[spec.path] = READERS[spec.layout][0](spec)
+        return meta
 
     def load_run(self, ref: RunRef) -> Run:
-        files = self._files(ref)
-        folder = os.path.dirname(files[0])
-        config: dict[str, Any] = {}
-        summary: dict[str, Any] = {}
-        notes: list[str] = []
-        for name in CONFIG_FILES:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                try:
-                    data = load_yaml_plain(open(path, encoding="utf-8").read())
-                except Exception as exc:
-                    notes.append(f"{name}: unreadable YAML ({type(exc).__name__}); ignored")
-                    continue
-                if isinstance(data, dict):
-                    config.update(data)
-                    notes.append(f"inferred: {name} → config")
-                elif data is not None:
-                    notes.append(f"{name}: not a mapping; ignored")
-        for path in files:
-            base = os.path.basename(path).lower()
-            if base.endswith(".json"):
-                data, problem = _read_json(path)
-                if problem:
-                    notes.append(problem)
-                    continue
-                if "meta" in base and isinstance(data, dict):
-                    config.update(data)
-                    notes.append(f"inferred: {os.path.basename(path)} (metadata object) → config")
-                elif isinstance(data, dict) and _scalar_object(data):
-                    summary.update(data)
-                    notes.append(f"inferred: {os.path.basename(path)} (object of scalars) → summary")
-                elif isinstance(data, dict):
-                    flat = flatten(data)
-                    scalars = {k: v for k, v in flat.items() if _is_scalar(v)}
-                    summary.update(scalars)
-                    notes.append(f"inferred: {os.path.basename(path)} (nested object) → summary, dotted keys")
-                elif isinstance(data, list):
-                    notes.append(f"inferred: {os.path.basename(path)} (list of records) → history")
-            else:
-                notes.append(f"inferred: {os.path.basename(path)} (CSV) → history")
+        spec = self._spec(ref)
+        m = self._load_meta(spec)
+        base = os.path.basename(spec.path)
+        seed = seed_from_config(m.config)
+        notes = [f"layout: {spec.layout} ({spec.reason})"] + list(m.notes)
+        if seed is None:
+            seed = seed_from_name(base)
+            if seed is not None:
+                notes.append(f"seed {seed} from the name {base!r}")
         run = Run(
             address=ref.address,
-            name=ref.name or folder,
+            name=ref.name or base,
             run_id=ref.run_id,
             adapter="local",
-            config=config,
-            summary=summary,
-            status="unknown",
-            seed=seed_of(config, folder),
+            config=m.config,
+            summary=m.summary,
+            status=m.status,
+            seed=seed,
+            events=list(m.events),
             fidelity=notes,
-            meta={"path": folder, "files": [os.path.basename(f) for f in files]},
+            meta={"path": spec.path, "layout": spec.layout,
+                  "files": [os.path.basename(f) for f in spec.files], **m.meta},
         )
         return self.bind(run, ref)
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
-        frames, notes = [], []
-        for path in self._files(ref):
-            base = os.path.basename(path).lower()
-            if base.endswith(".csv"):
-                frame, more = _csv_history(path)
-            else:
-                data, problem = _read_json(path)
-                if problem or not isinstance(data, list):
-                    continue
-                frame, more = _records_history(pd.DataFrame([r for r in data if isinstance(r, dict)]), path)
-            frames.append(frame)
-            notes.extend(more)
-        frames = [f for f in frames if len(f)]
-        out = pd.concat(frames, ignore_index=True) if frames else empty_history()
-        out = filter_keys(out, keys)
+        spec = self._spec(ref)
+        frame, notes = READERS[spec.layout][1](spec)
+        out = filter_keys(frame, keys)
         out.attrs["fidelity"] = notes
         return out
 
+    # -- arms -------------------------------------------------------------------------------------
+    def _arm_key(self, spec: RunSpec) -> tuple[Any, ...] | None:
+        """What seeds of one arm share: parent folder, layout, name sans seed (or the experiment
+        name), and the config minus seed keys and per-run noise (paths naming the run itself,
+        `<object at 0x…>` reprs). None when the run has no seed at all."""
+        m = self._load_meta(spec)
+        base = os.path.basename(spec.path)
+        if seed_from_config(m.config) is None and seed_from_name(base) is None:
+            return None
+        name = m.arm or strip_seed(os.path.splitext(base)[0] if spec.layout == "text" else base)
+        config = {}
+        for k, v in flatten(m.config).items():
+            if is_seed_key(k) or is_identity_key(k) or _OBJECT_REPR.search(k) or base in k:
+                continue
+            if isinstance(v, str) and (_OBJECT_REPR.search(v) or base in v):
+                continue
+            config[k] = repr(v)
+        return (os.path.dirname(spec.path), spec.layout, name, tuple(sorted(config.items())))
 
-def _read_json(path: str) -> tuple[Any, str | None]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh), None
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"{os.path.basename(path)}: not valid JSON ({exc}); skipped"
+    def collection(self, ref: RunRef) -> str | None:
+        """The run's parent folder, where rundiff looks for its seeds (engines.arms)."""
+        return f"local:{os.path.dirname(self._spec(ref).path)}"
 
-
-def _is_scalar(v: Any) -> bool:
-    return isinstance(v, int | float | str | bool) or v is None
-
-
-def _scalar_object(d: dict[str, Any]) -> bool:
-    return all(_is_scalar(v) for v in d.values())
-
-
-def _csv_history(path: str) -> tuple[pd.DataFrame, list[str]]:
-    try:
-        df = pd.read_csv(path, engine="c", low_memory=False)
-    except pd.errors.EmptyDataError:
-        return empty_history(), [f"{os.path.basename(path)}: empty file"]
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        return empty_history(), [f"{os.path.basename(path)}: unreadable CSV ({exc}); skipped"]
-    return _records_history(df, path)
-
-
-def _records_history(df: pd.DataFrame, path: str) -> tuple[pd.DataFrame, list[str]]:
-    """Wide records → long points; sparse cells (Lightning logs one metric per row) are not points."""
-    notes: list[str] = []
-    name = os.path.basename(path)
-    if df.empty:
-        return empty_history(), notes
-    cols = list(df.columns)
-    step_col = next((c for c in STEP_COLUMNS if c in cols), None)
-    time_col = next((c for c in TIME_COLUMNS if c in cols), None)
-    if step_col is None:
-        steps = np.arange(len(df), dtype="float64")
-        notes.append(f"{name}: no step/epoch column; row order used as step")
-    else:
-        steps = pd.to_numeric(df[step_col], errors="coerce").to_numpy("float64")
-        if step_col == "epoch":
-            notes.append(f"{name}: no step column; epoch used as step")
-    wall = pd.to_numeric(df[time_col], errors="coerce").to_numpy("float64") if time_col else np.full(len(df), np.nan)
-    metric_cols = [c for c in cols if c not in {step_col, time_col}]
-    numeric, text = [], []
-    for c in metric_cols:
-        series = df[c]
-        if series.dtype.kind in "fiub":
-            numeric.append(c)
-        else:
-            coerced = pd.to_numeric(series, errors="coerce")
-            if coerced.notna().sum() == series.notna().sum() and series.notna().any():
-                df[c] = coerced
-                numeric.append(c)
-            else:
-                text.append(c)
-    if text:
-        notes.append(f"{name}: non-numeric columns not loaded: {', '.join(map(str, text[:8]))}")
-    if not numeric:
-        return empty_history(), notes
-    block = df[numeric].to_numpy(dtype="float64", na_value=np.nan)
-    present = df[numeric].notna().to_numpy()
-    notes += step_notes(((str(c), steps[present[:, j]]) for j, c in enumerate(numeric)), name)
-    n, k = block.shape
-    mask = present.ravel()
-    codes = np.tile(np.arange(k, dtype=np.int32), n)[mask]
-    frame = pd.DataFrame(
-        {
-            "step": np.repeat(steps, k)[mask],
-            "key": pd.Categorical.from_codes(codes, categories=[str(c) for c in numeric]),
-            "value": block.ravel()[mask],
-            "wall_time": np.repeat(wall, k)[mask],
-        }
-    )
-    return frame, notes
+    def seed_siblings(self, ref: RunRef) -> list[RunRef]:
+        """Runs of the same parent experiment whose configs are equal except seed keys (and
+        per-run paths/reprs): `ppo_s0 … ppo_s9`, Sacred runs of one experiment, `seed-N/`."""
+        spec = self._spec(ref)
+        key = self._arm_key(spec)
+        if key is None:
+            return [ref]
+        parent = key[0]
+        pool = self.specs
+        if not any(os.path.dirname(p) == parent and p != spec.path for p in self.specs):
+            # the address named one run: its seeds are the runs beside it
+            if not self._neighbours:
+                self._neighbours = {s.path: s for s in discover(parent, depth=1)
+                                    if os.path.dirname(s.path) == parent}
+            pool = {**self._neighbours, **self.specs}
+        out = []
+        for path in sorted(pool):
+            other = pool[path]
+            if os.path.dirname(path) != parent:
+                continue
+            if path == spec.path:
+                out.append(ref)
+            elif self._arm_key(other) == key:
+                out.append(self._ref(other))
+        return out

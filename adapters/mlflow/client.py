@@ -8,7 +8,11 @@ the capped bulk one (`get-history-bulk`, 25,000 rows). Needs the `mlflow` packag
 
 from __future__ import annotations
 
+import base64
+import json
 import math
+import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,6 +39,60 @@ from .records import (
 )
 
 PAGE = 1000  # runs or experiments per search page (both endpoints accept this size)
+PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"
+CREDENTIALS_HINT = ("credentials come from MLFLOW_TRACKING_USERNAME/PASSWORD or "
+                    "MLFLOW_TRACKING_TOKEN")
+#: MLflow's own retry loop (7 retries, backoff factor 2: minutes) is cut to a few seconds unless
+#: the user set it: the probe has already told a dead server from a live one.
+CLIENT_ENV_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                       "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+
+
+def _auth_headers() -> dict[str, str]:
+    token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+    if token:
+        return {"Authorization": f"Bearer {token}"}
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    if user and password:
+        raw = base64.b64encode(f"{user}:{password}".encode()).decode()
+        return {"Authorization": f"Basic {raw}"}
+    return {}
+
+
+def installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it (a missing extra is said first)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ValueError, ImportError):  # sys.modules[package] is None: blocked
+        return False
+
+
+def probe_server(uri: str) -> None:
+    """Fail within seconds, naming the cause, when `uri` is an http(s) URL with no MLflow server
+    behind it (see rundiff_core.netprobe); a no-op for other URIs."""
+    from rundiff_core import server_probe
+
+    fail, probe, status_error = server_probe.fail, server_probe.probe, server_probe.status_error
+
+    answer = probe(uri, path=PROBE_PATH, headers=_auth_headers(), what="MLflow tracking server")
+    if answer is None:
+        return
+    for key, value in CLIENT_ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    err = status_error(uri, answer, what="MLflow tracking server", key_hint=CREDENTIALS_HINT)
+    if err is not None:
+        raise err
+    try:
+        body = json.loads(answer.body or b"{}")
+    except ValueError:
+        body = None
+    mlflow_error = isinstance(body, dict) and "error_code" in body  # MLflow answering, e.g. 400
+    if not isinstance(body, dict) or (answer.status != 200 and not mlflow_error):
+        raise fail(uri, f"not an MLflow tracking server ({answer.status} with "
+                        f"{'non-JSON' if body is None else 'unexpected JSON'} on {PROBE_PATH.split('?')[0]})",
+                   "give the tracking server's base URL, e.g. http://host:5000")
 
 
 def import_client() -> Any:
@@ -60,6 +118,8 @@ class ClientReader:
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
+        if installed("mlflow"):
+            probe_server(uri)  # before importing mlflow (seconds): a dead server is said at once
         client_cls = import_client()
         from mlflow.entities import ViewType
 
@@ -79,10 +139,10 @@ class ClientReader:
             raise
         except Exception as exc:  # the client raises MlflowException, requests errors, OSError…
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            auth = re.search(r"\b40[13]\b|unauthori[sz]ed|forbidden|permission", text, re.I)
             raise InputError(
                 f"MLflow client error{' ' + what if what else ''} on {self.uri}: {text}",
-                hint="check the tracking URI and that the server is up; credentials come from "
-                "MLFLOW_TRACKING_USERNAME/PASSWORD or MLFLOW_TRACKING_TOKEN",
+                hint=CREDENTIALS_HINT if auth else "check the tracking URI and that the server is up",
             ) from exc
 
     @staticmethod

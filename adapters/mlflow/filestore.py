@@ -25,7 +25,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import yaml
 
-from rundiff_core import InputError, empty_history, load_yaml_plain, make_history
+from rundiff_core import (
+    InputError,
+    YamlRefused,
+    empty_history,
+    load_yaml_plain,
+    make_history,
+)
 
 from .layout import RESERVED_IN_EXPERIMENT, TRASH
 from .records import (
@@ -59,7 +65,9 @@ def _read_meta(folder: str) -> tuple[dict | None, str | None]:
     if text is None:
         return None, "meta.yaml missing or unreadable"
     try:
-        data = load_yaml_plain(text)
+        data = load_yaml_plain(text, "meta.yaml")
+    except YamlRefused as exc:
+        return None, str(exc)
     except yaml.YAMLError as exc:
         return None, f"meta.yaml is not valid YAML ({str(exc).splitlines()[0]})"
     if not isinstance(data, dict):

@@ -150,6 +150,50 @@ def _rate_limited(exc: BaseException) -> bool:
     return status == 429 or bool(re.search(r"\b429\b|too many requests|rate limit", text, re.I))
 
 
+KEY_HINT = ("set WANDB_API_KEY (or run `wandb login`) to a key of this server; for a "
+            "self-hosted server also WANDB_BASE_URL")
+VIEWER_QUERY = b'{"query": "query Viewer { viewer { id } }"}'
+
+
+def installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it (a missing extra is said first)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ValueError, ImportError):  # sys.modules[package] is None: blocked
+        return False
+
+
+def probe_server(base_url: str, key: str | None) -> None:
+    """Fail within seconds, naming the cause, when WANDB_BASE_URL has no W&B server behind it —
+    before wandb-core's service spends a minute retrying (see rundiff_core.netprobe)."""
+    import base64
+
+    from rundiff_core import server_probe
+
+    fail, probe, status_error = server_probe.fail, server_probe.probe, server_probe.status_error
+
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
+    answer = probe(base_url, path="/graphql", method="POST", body=VIEWER_QUERY, headers=headers,
+                   what="W&B server")
+    if answer is None:
+        return
+    err = status_error(base_url, answer, what="W&B server", key_hint=KEY_HINT)
+    if err is not None:
+        raise err
+    try:
+        body = json.loads(answer.body or b"{}")
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or not ({"data", "errors"} & set(body)):
+        raise fail(base_url, f"not a W&B server ({answer.status} with "
+                             f"{'non-JSON' if body is None else 'unexpected JSON'} on /graphql)",
+                   "WANDB_BASE_URL must be the server's base URL, e.g. https://api.wandb.ai")
+
+
 def cache_dir() -> str:
     """Where finished runs' histories are kept: RUNDIFF_CACHE_DIR, else the user cache dir."""
     env = os.environ.get("RUNDIFF_CACHE_DIR")
@@ -183,8 +227,10 @@ class OnlineWandbSource(WandbSource):
     # -- the client ----------------------------------------------------------------------------
     def api(self):
         if self._api is None:
-            wandb = _import_wandb()
             key = os.environ.get("WANDB_API_KEY") or None
+            if installed("wandb"):
+                probe_server(self.base_url, key)  # before importing wandb and starting its service
+            wandb = _import_wandb()
             try:
                 self._api = with_retries(lambda: wandb.Api(api_key=key, timeout=60), "log in")
             except Exception as exc:

@@ -23,7 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rundiff_core import RunEvent, empty_history, load_yaml_plain
+from rundiff_core import (
+    RunEvent,
+    YamlRefused,
+    empty_history,
+    load_yaml_plain,
+)
 
 from .datastore import LogData
 from .values import loads, nest
@@ -254,7 +259,7 @@ def read_run_files(folder: str) -> dict[str, Any]:
     if os.path.isfile(cfg):
         try:
             with open(cfg, "rb") as fh:
-                data = load_yaml_plain(fh.read())
+                data = load_yaml_plain(fh.read(), "files/config.yaml")
             if isinstance(data, dict):
                 data.pop("wandb_version", None)
                 out["config"] = {
@@ -262,6 +267,8 @@ def read_run_files(folder: str) -> dict[str, Any]:
                         else v)
                     for k, v in data.items()
                 }
+        except YamlRefused as exc:
+            out["notes"].append(f"{exc}; config ignored")
         except Exception as exc:  # yaml errors of any kind: degrade, never crash
             out["notes"].append(f"files/config.yaml unreadable ({type(exc).__name__}); ignored")
     for name, slot in (("wandb-summary.json", "summary"), ("wandb-metadata.json", "metadata")):

@@ -31,6 +31,10 @@ SYNONYMS: dict[str, str] = {
     "learningrate": "lr",
     "gradnorm": "gradnorm",
     "top1acc": "top1",
+    "average": "avg",  # RL logs: AverageEpRet ≈ average-episode-return
+    "episode": "ep",
+    "return": "ret",
+    "reward": "rew",
 }
 TIERS = ("exact", "spelling", "synonym", "--map")
 

@@ -13,7 +13,8 @@ from .options import STATISTICS  # noqa: F401  (re-exported; defined without num
 
 _MAX_WORDS = re.compile(
     r"acc|accuracy|f1|auc|auroc|score|reward|return|bleu|rouge|precision|recall|map\b|iou|"
-    r"success|pass|win|top[-_]?\d|hit|ndcg|mrr|r2|exact|em\b|correct", re.I
+    r"success|pass|win|top[-_]?\d|hit|ndcg|mrr|r2|exact|em\b|correct|"
+    r"epret|(?:^|[_/.-])ret(?:$|[_/.-])|(?:^|[_/.-])rew(?:$|[_/.-])", re.I  # RL: Spinning Up's AverageEpRet, SB3's ep_rew_mean
 )
 _MIN_WORDS = re.compile(
     r"loss|perplexity|ppl|error|err\b|wer|cer|mse|mae|rmse|nll|bpb|bpc|regret|distance|fid\b", re.I

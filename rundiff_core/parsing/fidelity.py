@@ -21,6 +21,10 @@ def step_notes(series: Iterable[tuple[str, np.ndarray]], source: str = "") -> li
         if len(s) < 2:
             continue
         d = np.diff(s)
+        if (d > 0).all():  # the common case, O(n) without a sort
+            if not np.all(s == np.floor(s)):
+                frac.append(key)
+            continue
         n_back = int((d < 0).sum())
         n_dup = len(s) - len(np.unique(s))
         if n_back:

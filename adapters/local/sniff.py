@@ -1,0 +1,522 @@
+"""Tabular logs of unknown layout: sniff a few KiB, then read the whole file the way it was written.
+
+A file is a tabular log when its header (or its first JSON record's keys) names at least one
+numeric series: CSV, TSV, whitespace-delimited text, JSON lines or a JSON array of records. The x
+column is the first step-like name in `STEP_NAMES` order, else the row index — and the run's notes
+say which. Reading is full (never sampled) and column-wise (pyarrow's C++ CSV reader when the
+delimiter is a single character), so a million-row log costs about what pyarrow alone costs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rundiff_core import empty_history, history_frame
+
+#: Step-like column names, in the order one is chosen as x (compared case-, space-, `-`- and
+#: `_`-insensitively, so Spinning Up's `Time Steps` is `timesteps`).
+STEP_NAMES = ("step", "global_step", "iteration", "iter", "epoch", "timestep", "timesteps",
+              "total_timesteps", "time/total_timesteps", "total-env-interacts", "_step")
+#: Columns that hold Unix time when their values look like it (else they stay metrics).
+TIME_NAMES = ("wall_time", "timestamp", "_timestamp", "time")
+SNIFF_BYTES = 16 << 10
+SNIFF_LINES = 40
+KINDS = {"\t": "TSV", ",": "CSV", ";": "semicolon-separated text", "ws": "whitespace-delimited text",
+         "jsonl": "JSON lines", "json": "a JSON array of records"}
+
+_NUM = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$|^\s*[-+]?(?:nan|inf|infinity)\s*$",
+                  re.I)
+_NAME = re.compile(r"^[^\W\d]|^_", re.U)
+
+
+def norm_name(name: str) -> str:
+    return re.sub(r"[\s_\-]", "", str(name).lower())
+
+
+_STEP_NORM = [norm_name(n) for n in STEP_NAMES]
+
+
+def is_number(text: str) -> bool:
+    return bool(_NUM.match(text))
+
+
+def step_column(columns: list[str]) -> str | None:
+    """The x column: the first of STEP_NAMES (in that order) that the header holds."""
+    normed = {norm_name(c): c for c in reversed(columns)}
+    for n in _STEP_NORM:
+        if n in normed:
+            return normed[n]
+    return None
+
+
+@dataclass
+class Sniff:
+    """What a file's first few KiB say about its layout."""
+
+    kind: str  # a key of KINDS
+    header: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)  # leading `#` lines (SB3 monitor JSON)
+    step: str | None = None
+    rows_seen: int = 0
+
+    @property
+    def described(self) -> str:
+        return KINDS[self.kind]
+
+
+def read_head(path: str, n: int = SNIFF_BYTES) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
+def looks_binary(head: bytes) -> bool:
+    """More than 1% NUL bytes: a binary file (a stray NUL — a zeroed tail after a crash — is not)."""
+    return head.count(0) > len(head) // 100 + 1
+
+
+def _lines(head: bytes, complete: bool) -> list[str] | None:
+    if looks_binary(head):
+        return None
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:
+            return None
+        text = head[: exc.start].decode("utf-8-sig")
+    lines = text.split("\n")
+    if not complete:
+        lines = lines[:-1]  # the last line may be cut by the sniff window
+    return [ln.rstrip("\r") for ln in lines]
+
+
+def sniff_table(path: str, head: bytes | None = None) -> Sniff | None:
+    """The layout of a tabular log from its head, or None when it is not one."""
+    head = read_head(path) if head is None else head
+    complete = len(head) < SNIFF_BYTES
+    lines = _lines(head, complete)
+    if not lines:
+        return None
+    comments = []
+    while lines and lines[0].startswith("#"):
+        comments.append(lines.pop(0))
+    body = [ln for ln in lines if ln.strip()][: SNIFF_LINES + 1]
+    if not body:
+        return None
+    first = body[0].lstrip()
+    if first.startswith("{"):
+        return _sniff_jsonl(body, comments)
+    if first.startswith("["):
+        rest = "\n".join(body)[1:].lstrip()
+        return Sniff("json", comments=comments) if rest.startswith("{") else None
+    if len(body) < 2:
+        return None
+    for delim in ("\t", ",", ";", "ws"):
+        found = _sniff_delimited(body, delim)
+        if found is not None:
+            header, rows = found
+            return Sniff(delim, header=header, comments=comments, step=step_column(header),
+                         rows_seen=rows)
+    return None
+
+
+def _split(line: str, delim: str) -> list[str]:
+    if delim == "ws":
+        return line.split()
+    if delim == ",":
+        return next(csv.reader([line]))
+    return line.split(delim)
+
+
+def _sniff_delimited(body: list[str], delim: str) -> tuple[list[str], int] | None:
+    if delim != "ws" and delim not in body[0]:
+        return None
+    header = [h.strip() for h in _split(body[0], delim)]
+    if len(header) < 2 or any(not h for h in header[:-1]) or not header[-1] and len(header) < 3:
+        return None
+    if any(is_number(h) for h in header) or not all(_NAME.match(h) or h.startswith("#")
+                                                   for h in header if h):
+        return None
+    if delim == "ws" and any(len(h) > 64 for h in header):
+        return None
+    rows = [_split(r, delim) for r in body[1:]]
+    if not rows or any(len(r) != len(header) for r in rows):
+        return None
+    numeric = [all(is_number(r[j]) or not r[j].strip() for r in rows) and
+               any(r[j].strip() for r in rows) for j in range(len(header))]
+    step = step_column(header)
+    if not any(ok for j, ok in enumerate(numeric) if header[j] != step):
+        return None
+    return header, len(rows)
+
+
+def _sniff_jsonl(body: list[str], comments: list[str]) -> Sniff | None:
+    keys: dict[str, None] = {}
+    numeric = False
+    for line in body:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            return None
+        for k, v in obj.items():
+            keys[str(k)] = None
+            numeric = numeric or (isinstance(v, int | float) and not isinstance(v, bool))
+    if not keys or not numeric:
+        return None
+    header = list(keys)
+    return Sniff("jsonl", header=header, comments=comments, step=step_column(header))
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Columns:
+    """A wide table as named float columns plus the cells that were logged (valid)."""
+
+    names: list[str]
+    values: list[np.ndarray]
+    valid: list[np.ndarray]
+    text: list[str]
+    rows: int
+
+
+def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
+    """Every row of a sniffed file as float columns; text columns are named, not loaded."""
+    name = os.path.basename(path)
+    notes: list[str] = []
+    if sniff.kind in ("\t", ",", ";"):
+        cols = _read_arrow_csv(path, sniff, notes)
+        if cols is not None:
+            return cols, notes
+        frame = _read_pandas(path, sniff, notes)
+    elif sniff.kind == "ws":
+        frame = _read_pandas(path, sniff, notes)
+    if sniff.kind in ("\t", ",", ";", "ws"):
+        return frame_columns(frame), notes
+    if sniff.kind == "jsonl":
+        from rundiff_core import read_jsonl
+
+        res = read_jsonl(path, name=name)
+        notes += res.notes
+        if res.table is not None:
+            return _arrow_columns(_flatten_arrow(res.table)), notes
+        return records_columns(res.rows or []), notes
+    return records_columns(_read_json_array(path, notes)), notes
+
+
+def records_columns(records: list[dict[str, Any]]) -> Columns:
+    """JSON records → columns; a missing key is no point, a logged NaN is one."""
+    from rundiff_core import flatten
+
+    index: dict[str, int] = {}
+    vals: list[list[float]] = []
+    oks: list[list[bool]] = []
+    text: dict[str, None] = {}
+    n = len(records)
+    for i, rec in enumerate(records):
+        for k, v in flatten(rec, sep="/").items():
+            j = index.get(k)
+            if j is None:
+                j = index[k] = len(vals)
+                vals.append([np.nan] * n)
+                oks.append([False] * n)
+            if isinstance(v, bool | int | float):
+                vals[j][i] = float(v)
+                oks[j][i] = True
+            elif isinstance(v, str) and is_number(v):
+                vals[j][i] = float(v)
+                oks[j][i] = True
+            elif v is not None:
+                text[k] = None
+    names = [k for k in index if k not in text]
+    return Columns(names, [np.asarray(vals[index[k]], dtype="float64") for k in names],
+                   [np.asarray(oks[index[k]], dtype=bool) for k in names], list(text), n)
+
+
+def _read_json_array(path: str, notes: list[str]) -> list[dict[str, Any]]:
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        notes.append(f"{name}: not valid JSON ({str(exc)[:80]}); skipped")
+        return []
+    if not isinstance(data, list):
+        notes.append(f"{name}: not a JSON array; skipped")
+        return []
+    records = [r for r in data if isinstance(r, dict)]
+    if len(records) < len(data):
+        notes.append(f"{name}: {len(data) - len(records)} array item(s) that are not objects skipped")
+    return records
+
+
+def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str]) -> Columns | None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    def read(types: dict | None) -> Any:
+        return pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(skip_rows=len(sniff.comments), block_size=8 << 20),
+            parse_options=pacsv.ParseOptions(delimiter=sniff.kind, newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True,
+                                                 quoted_strings_can_be_null=True,
+                                                 column_types=types),
+        )
+
+    try:
+        try:
+            table = read(None)
+        except pa.ArrowInvalid as exc:
+            if "conversion error" not in str(exc):
+                raise
+            # a type guessed from the first block (ints) meets a later value (0.5): read every
+            # column as text, then cast column by column (still C++, still one pass)
+            table = read({h: pa.string() for h in sniff.header})
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+        notes.append(f"{os.path.basename(path)}: ragged or malformed rows "
+                     f"({str(exc).splitlines()[0][:100]}); read row by row, bad rows skipped")
+        return None
+    return _arrow_columns(table)
+
+
+def _flatten_arrow(table: Any) -> Any:
+    import pyarrow as pa
+
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    return table.rename_columns([c.replace(".", "/") for c in table.column_names])
+
+
+def _arrow_columns(table: Any) -> Columns:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names, values, valid, text = [], [], [], []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        typ = col.type
+        if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            head = col.slice(0, 200).drop_null().to_pylist()
+            if any(not is_number(v) for v in head if v.strip()):
+                text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
+                continue
+            try:
+                col = pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                text.append(name)
+                continue
+        elif pa.types.is_null(typ):
+            col = pa.chunked_array([pa.nulls(len(col), pa.float64())])
+        elif not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)
+                  or pa.types.is_decimal(typ)):
+            text.append(name)
+            continue
+        if not pa.types.is_float64(col.type):
+            col = pc.cast(col, pa.float64())
+        mask = np.ones(len(col), dtype=bool) if col.null_count == 0 else \
+            col.is_valid().to_numpy(zero_copy_only=False)
+        arr = col.to_numpy() if col.null_count == 0 else \
+            pc.fill_null(col, np.nan).to_numpy()
+        names.append(str(name))
+        values.append(np.asarray(arr, dtype="float64"))
+        valid.append(mask)
+    return Columns(names, values, valid, text, table.num_rows)
+
+
+def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
+    sep = r"\s+" if sniff.kind == "ws" else sniff.kind
+    bad = [0]
+
+    def skip(_line: list[str]) -> None:
+        bad[0] += 1
+        return None
+
+    try:
+        frame = pd.read_csv(path, sep=sep, skiprows=len(sniff.comments), engine="python",
+                            on_bad_lines=skip, keep_default_na=False, na_values=[""],
+                            dtype=str)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        notes.append(f"{os.path.basename(path)}: unreadable ({str(exc)[:80]}); skipped")
+        return pd.DataFrame()
+    if bad[0]:
+        notes.append(f"{os.path.basename(path)}: {bad[0]} malformed row(s) skipped")
+    return frame
+
+
+def frame_columns(frame: pd.DataFrame) -> Columns:
+    names, values, valid, text = [], [], [], []
+    for c in frame.columns:
+        s = frame[c]
+        if s.dtype.kind in "fiub":
+            arr = s.to_numpy(dtype="float64", na_value=np.nan)
+            ok = s.notna().to_numpy()
+        else:
+            present = s.notna() & (s.astype(str).str.strip() != "") if s.dtype == object else s.notna()
+            nan_text = s.astype(str).str.strip().str.lower().isin(("nan", "inf", "-inf", "+inf",
+                                                                   "infinity", "-infinity"))
+            if s.dtype == object and s.map(lambda v: isinstance(v, list | dict)).any():
+                text.append(str(c))
+                continue
+            coerced = pd.to_numeric(s.where(present), errors="coerce")
+            if not present.any() or (coerced.notna() | nan_text).sum() != present.sum():
+                text.append(str(c))
+                continue
+            arr = coerced.to_numpy(dtype="float64", na_value=np.nan)
+            ok = present.to_numpy()
+            # a logged "nan" text cell is a point; to_numeric made it NaN and present keeps it
+        names.append(str(c))
+        values.append(arr)
+        valid.append(ok)
+    return Columns(names, values, valid, text, len(frame))
+
+
+def _looks_unix(values: np.ndarray) -> float | None:
+    """1 when `values` look like Unix seconds, 1e-3 for milliseconds, else None."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return None
+    lo = float(finite.min())
+    if 9e8 < lo < 5e9:
+        return 1.0
+    if 9e11 < lo < 5e12:
+        return 1e-3
+    return None
+
+
+def to_long(cols: Columns, name: str, *, step: str | None = None, described: str = "",
+            prefix: str = "", key_names: dict[str, str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Wide columns → the canonical long history, with the inferred layout said in one note.
+
+    Empty cells are not points (sparse logs write one metric per row); logged NaN/inf are kept.
+    """
+    notes: list[str] = []
+    step = step if step is not None else step_column(cols.names)
+    steps: np.ndarray
+    if step is not None and step in cols.names:
+        j = cols.names.index(step)
+        steps, step_ok = cols.values[j], cols.valid[j]
+    else:
+        step = None
+        steps, step_ok = np.arange(cols.rows, dtype="float64"), np.ones(cols.rows, dtype=bool)
+    wall = np.full(cols.rows, np.nan)
+    time_col = None
+    for t in TIME_NAMES:
+        match = next((c for c in cols.names if norm_name(c) == norm_name(t) and c != step), None)
+        if match is not None:
+            scale = _looks_unix(cols.values[cols.names.index(match)])
+            if scale is not None:
+                time_col = match
+                wall = cols.values[cols.names.index(match)] * scale
+                break
+    metrics = [c for c in cols.names if c not in (step, time_col)]
+    all_steps = bool(step_ok.all())
+    dropped = 0 if all_steps else int((~step_ok).sum())
+    no_wall = time_col is None
+    parts_s, parts_v, parts_w, counts = [], [], [], []
+    for c in metrics:
+        j = cols.names.index(c)
+        if all_steps and cols.valid[j].all():  # a dense column: no copy before the concatenation
+            parts_s.append(steps)
+            parts_v.append(cols.values[j])
+            parts_w.append(wall)
+            counts.append(cols.rows)
+            continue
+        m = cols.valid[j] & step_ok
+        parts_s.append(steps[m])
+        parts_v.append(cols.values[j][m])
+        parts_w.append(wall if no_wall else wall[m])
+        counts.append(int(m.sum()))
+    x = f"x = {step}" if step else "x = row index (no step-like column)"
+    bits = [f"{name} read as {described}" if described else name, x, f"{len(metrics)} metrics"]
+    if time_col:
+        bits.append(f"wall time from {time_col}")
+    if cols.text:
+        bits.append(f"{len(cols.text)} text column(s) skipped ({', '.join(cols.text[:5])}"
+                    f"{'…' if len(cols.text) > 5 else ''})")
+    notes.append("; ".join(bits))
+    if dropped:
+        notes.append(f"{name}: {dropped} row(s) without a {step} value skipped")
+    if not metrics or not sum(counts):
+        return empty_history(), notes
+    from rundiff_core import step_notes
+
+    dense = [c for c, s in zip(metrics, parts_s, strict=True) if s is steps]
+    sparse = [(c, s) for c, s in zip(metrics, parts_s, strict=True) if s is not steps]
+    more = step_notes(dense[:1] and [(dense[0], steps)], name)  # dense keys share one x column
+    if more:  # name every key with the problem (rare: a log that restarted or repeats steps)
+        more = step_notes(((c, steps) for c in dense), name)
+    notes += more + step_notes(sparse, name)
+    keys = [prefix + (key_names or {}).get(c, c) for c in metrics]
+    codes = np.repeat(np.arange(len(metrics), dtype=np.int32), counts)
+    total = int(sum(counts))
+    out_s, out_v = np.empty(total), np.empty(total)
+    out_w = np.full(total, np.nan) if no_wall else np.empty(total)
+    pos = 0
+    for n, ps, pv, pw in zip(counts, parts_s, parts_v, parts_w, strict=True):
+        out_s[pos:pos + n] = ps  # one copy per column, straight into the long frame
+        out_v[pos:pos + n] = pv
+        if not no_wall:
+            out_w[pos:pos + n] = pw
+        pos += n
+    frame = history_frame(out_s, pd.Categorical.from_codes(codes, categories=keys)
+                          if len(set(keys)) == len(keys) else pd.Categorical(np.array(keys)[codes]),
+                          out_v, out_w)
+    return frame, notes
+
+
+def points_frame(steps: list[float], keys: list[str], values: list[float], wall: list[float] | None,
+                 notes: list[str], name: str) -> tuple[pd.DataFrame, list[str]]:
+    """Points collected one by one (text logs, JSON rows) → the long frame, each key's points
+    together in logged order, plus the step notes."""
+    if not values:
+        return empty_history(), notes
+    from rundiff_core import step_notes
+
+    codes, uniques = pd.factorize(np.array(keys, dtype=object))
+    order = np.argsort(codes, kind="stable")
+    cat = pd.Categorical.from_codes(codes[order], categories=[str(u) for u in uniques])
+    s = np.asarray(steps, dtype="float64")
+    notes += step_notes(((str(u), s[codes == i]) for i, u in enumerate(uniques)), name)
+    w = np.full(len(s), np.nan) if wall is None else np.asarray(wall, dtype="float64")[order]
+    return history_frame(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
+
+
+def read_table(path: str, sniff: Sniff | None = None, **kw: Any) -> tuple[pd.DataFrame, list[str]]:
+    """A tabular log's full history and notes (the layout inferred, skipped columns and rows)."""
+    sniff = sniff or sniff_table(path)
+    name = os.path.basename(path)
+    if sniff is None:
+        return empty_history(), [f"{name}: not a tabular log; skipped"]
+    cols, notes = read_columns(path, sniff)
+    frame, more = to_long(cols, name, step=kw.pop("step", None) or sniff.step,
+                          described=sniff.described, **kw)
+    return frame, notes + more
+
+
+def one_row(path: str, sniff: Sniff) -> dict[str, float] | None:
+    """The values of a table with exactly one row and no step column (a final-eval file)."""
+    if sniff.step is not None or sniff.kind not in ("\t", ",", ";", "ws") or sniff.rows_seen != 1:
+        return None
+    cols, _ = read_columns(path, sniff)
+    if cols.rows != 1:
+        return None
+    return {c: float(v[0]) for c, v, ok in zip(cols.names, cols.values, cols.valid, strict=True)
+            if ok[0]}
+
+
+__all__ = ["STEP_NAMES", "Sniff", "one_row", "read_columns", "read_table", "sniff_table",
+           "step_column", "to_long"]
+
