@@ -16,10 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
+import rundiff_core  # names resolved at use: the data model (numpy) loads only when a log is read
 
-from rundiff_core import empty_history, history_frame
+from .lazy import np, pd  # imported on first use: sniffing needs neither
 
 #: Step-like column names, in the order one is chosen as x (compared case-, space-, `-`- and
 #: `_`-insensitively, so Spinning Up's `Time Steps` is `timesteps`).
@@ -450,7 +449,7 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
     if dropped:
         notes.append(f"{name}: {dropped} row(s) without a {step} value skipped")
     if not metrics or not sum(counts):
-        return empty_history(), notes
+        return rundiff_core.empty_history(), notes
     from rundiff_core import step_notes
 
     dense = [c for c, s in zip(metrics, parts_s, strict=True) if s is steps]
@@ -471,7 +470,7 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
         if not no_wall:
             out_w[pos:pos + n] = pw
         pos += n
-    frame = history_frame(out_s, pd.Categorical.from_codes(codes, categories=keys)
+    frame = rundiff_core.history_frame(out_s, pd.Categorical.from_codes(codes, categories=keys)
                           if len(set(keys)) == len(keys) else pd.Categorical(np.array(keys)[codes]),
                           out_v, out_w)
     return frame, notes
@@ -482,7 +481,7 @@ def points_frame(steps: list[float], keys: list[str], values: list[float], wall:
     """Points collected one by one (text logs, JSON rows) → the long frame, each key's points
     together in logged order, plus the step notes."""
     if not values:
-        return empty_history(), notes
+        return rundiff_core.empty_history(), notes
     from rundiff_core import step_notes
 
     codes, uniques = pd.factorize(np.array(keys, dtype=object))
@@ -491,7 +490,7 @@ def points_frame(steps: list[float], keys: list[str], values: list[float], wall:
     s = np.asarray(steps, dtype="float64")
     notes += step_notes(((str(u), s[codes == i]) for i, u in enumerate(uniques)), name)
     w = np.full(len(s), np.nan) if wall is None else np.asarray(wall, dtype="float64")[order]
-    return history_frame(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
+    return rundiff_core.history_frame(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
 
 
 def read_table(path: str, sniff: Sniff | None = None, **kw: Any) -> tuple[pd.DataFrame, list[str]]:
@@ -499,7 +498,7 @@ def read_table(path: str, sniff: Sniff | None = None, **kw: Any) -> tuple[pd.Dat
     sniff = sniff or sniff_table(path)
     name = os.path.basename(path)
     if sniff is None:
-        return empty_history(), [f"{name}: not a tabular log; skipped"]
+        return rundiff_core.empty_history(), [f"{name}: not a tabular log; skipped"]
     cols, notes = read_columns(path, sniff)
     frame, more = to_long(cols, name, step=kw.pop("step", None) or sniff.step,
                           described=sniff.described, **kw)

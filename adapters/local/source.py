@@ -25,10 +25,11 @@ from rundiff_core import (
     flatten,
     is_identity_key,
     is_seed_key,
+    seed_from_config,
 )
 
 from .discover import RunSpec, discover
-from .layouts import READERS, Meta, seed_from_config, seed_from_name, strip_seed
+from .layouts import READERS, Meta, seed_from_name, strip_seed
 
 _OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 

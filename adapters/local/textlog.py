@@ -25,10 +25,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-import pandas as pd
+import rundiff_core  # names resolved at use: the data model (numpy) loads only when a log is read
 
-from rundiff_core import empty_history
-
+from .lazy import pd  # imported on first use: sniffing needs neither
 from .sniff import looks_binary, points_frame
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
@@ -192,7 +191,7 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
     name = os.path.basename(path)
     grammar = grammar or sniff_text(path)
     if grammar is None:
-        return empty_history(), [f"{name}: not a text log with a step field; skipped"]
+        return rundiff_core.empty_history(), [f"{name}: not a text log with a step field; skipped"]
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []

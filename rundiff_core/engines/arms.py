@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 SEED_KEY_RULE = "the key's last component, lower-cased without `_`/`-`, ends in `seed`"
 """`seed`, `random_seed`, `manualSeed`, `rng_seed`, `global_seed`, `data_seed`, `opt.manualSeed`…"""
 
-_SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|_s)(?P<seed>\d+)$", re.I)
-"""`seed-3`, `seed_3`, `seed3`, `exp-a-seed-3`, `lr0.1_s3` → seed 3 (stem: what precedes it)."""
+_SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|[-_]s)(?P<seed>\d+)$", re.I)
+"""`seed-3`, `seed_3`, `seed3`, `exp-a-seed-3`, `lr0.1_s3`, `ppo-s3` → seed 3 (stem: what precedes
+it)."""
 
 _KEY_SPLIT = re.compile(r"[./]")
 
@@ -99,7 +100,7 @@ def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def seed_from_name(name: str) -> int | None:
-    """The seed a run folder's name carries (`seed-N`, `seed_N`, `seedN`, `…_sN`), else None."""
+    """The seed a run folder's name carries (`seed-N`, `seed_N`, `seedN`, `…_sN`, `…-sN`), else None."""
     m = _SEED_NAME.match(os.path.basename(os.path.normpath(name)))
     return int(m.group("seed")) if m else None
 
