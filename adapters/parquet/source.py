@@ -302,6 +302,19 @@ class ParquetSource(BaseSource):
     def _points_path(self, row: dict[str, Any]) -> str:
         return layout.points_file(self.root, row.get("source") or "", row["run_uid"])
 
+    def fleet_pushdown(self) -> tuple[str, dict[str, dict[str, Any]]] | None:
+        """(dataset root, runs-table rows by uid) for `rundiff_core.fleet.pushdown`, which answers
+        many-run queries in DuckDB SQL; None when this dataset has no pack (every history is then
+        loaded as usual) or duckdb (the `[fleet]` extra) is not installed."""
+        try:
+            import duckdb  # noqa: F401
+        except ImportError:
+            return None
+        if packing.open_pack(self.root) is None:
+            return None
+        by_uid, _ = self._index()
+        return self.root, by_uid
+
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """Runs of this dataset that the original adapter called seeds of the same arm."""
         row = self._row(ref)

@@ -6,6 +6,7 @@ import argparse
 
 from ..engines.rank import run_rank
 from ..engines.runset import load_sources
+from ._pushdown import add_switch, pushed_runs
 from ..render import dumps
 from ..render.formats import emit, format_choices
 from ..render.many_md import render_rank
@@ -21,11 +22,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-seed-groups", action="store_true", help="rank every run on its own")
     p.add_argument("--format", choices=format_choices("rank", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
+    add_switch(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = load_sources(args.sources or default_addresses())
+    sources = args.sources or default_addresses()
+    runs = pushed_runs(args, sources)
+    if runs is None:
+        runs = load_sources(sources)
     result = run_rank(runs, metrics=args.metric, goal=args.goal,
                       group_seeds=not args.no_seed_groups, align=args.align)
     if emit("rank", args.format, result.to_dict):

@@ -136,8 +136,13 @@ class Point:
 
 
 def value_at(run: Run, metric: str, step: float, align: str = "nearest") -> Point:
-    steps, values, _ = run.series(metric)
-    s = slice_at(steps, values, step, align)
+    """The run's value at `step` (`slice_at`); a fleet run answers from a pushed-down query."""
+    pushed = getattr(run, "pushed_slice", None)  # fleet/pushdown.py PushedRun
+    if pushed is not None:
+        s = pushed(metric, step, align)
+    else:
+        steps, values, _ = run.series(metric)
+        s = slice_at(steps, values, step, align)
     return Point(run.name, run.address, run.run_id, s.x_used, s.value, s.method)
 
 
@@ -219,11 +224,9 @@ def gpu_hours(run: Run) -> Efficiency:
             runtime_s, source = float(v), f"summary.{key}"
             break
     if runtime_s is None:
-        h = run.history()
-        wt = h["wall_time"].to_numpy() if len(h) else np.array([])
-        wt = wt[np.isfinite(wt)]
-        if len(wt) >= 2:
-            runtime_s, source = float(wt.max() - wt.min()), "logged wall-time span"
+        n_wall, first_wall, last_wall = run.wall_span()
+        if n_wall >= 2:
+            runtime_s, source = last_wall - first_wall, "logged wall-time span"
     gpus = None
     for k, v in {**run.flat_config, **{f"meta.{k}": v for k, v in run.meta.items()}}.items():
         if GPU_KEYS.search(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
@@ -240,6 +243,21 @@ def gpu_hours(run: Run) -> Efficiency:
     if gpus is None:
         return Efficiency(None, f"no GPU count logged (runtime {runtime_s / 3600:.2f} h from {source})")
     return Efficiency(runtime_s / 3600 * gpus, f"{runtime_s / 3600:.2f} h ({source}) × {gpus} GPU ({gpu_source})")
+
+
+def spike_rule(steps: np.ndarray, values: np.ndarray) -> list[tuple[float, float, float]]:
+    """The loss-spike rule `anomalies` applies: (step, value, score) per spike. The one seam for
+    it: the fleet pushdown streams loss series through this same function."""
+    return robust_spikes(steps, values)
+
+
+def loss_spikes(run: Run, metric: str) -> list[tuple[float, float, float]]:
+    """`spike_rule` over the run's `metric`; a fleet run streams it in batches with its fleet."""
+    pushed = getattr(run, "pushed_spikes", None)  # fleet/pushdown.py PushedRun
+    if pushed is not None:
+        return pushed(metric, spike_rule)
+    steps, values, _ = run.series(metric)
+    return spike_rule(steps, values)
 
 
 @dataclass
@@ -268,13 +286,11 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
         for m in list(metrics) + [k for k in keys if goal_for(k) == "min" and "loss" in k.lower() and k not in metrics]:
             if m not in keys:
                 continue
-            steps, v, _ = run.series(m)
-            bad = ~np.isfinite(v)
-            if bad.any():
-                first = float(steps[bad][0])
-                out.append(Anomaly(run.name, run.address, "nan", f"{int(bad.sum())} NaN/inf value(s) in {m}", first))
+            n_bad, first = run.nonfinite(m)
+            if n_bad:
+                out.append(Anomaly(run.name, run.address, "nan", f"{n_bad} NaN/inf value(s) in {m}", first))
             if "loss" in m.lower():
-                spikes = robust_spikes(steps, v)
+                spikes = loss_spikes(run, m)
                 spikes = [s for s in spikes if math.isfinite(s[1])]
                 if spikes:
                     steps = ", ".join(f"{s[0]:g}" for s in spikes[:5])

@@ -91,16 +91,16 @@ class Segment:
         self.rows = sum(e[2] for e in self.index.values())
         self._lock = threading.Lock()
 
-    def read(self, entries: Sequence[Entry]) -> list[pa.Table]:
+    def read(self, entries: Sequence[Entry], columns: Sequence[str] = POINT_COLUMNS
+             ) -> list[pa.Table]:
         """The tables of these runs, in order, read in one call."""
         groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
+        cols = list(columns)
         with self._lock:
             if len(groups) == 1:
-                table = self._reader.read_row_group(groups[0], columns=POINT_COLUMNS,
-                                                    use_threads=False)
+                table = self._reader.read_row_group(groups[0], columns=cols, use_threads=False)
             else:
-                table = self._reader.read_row_groups(groups, columns=POINT_COLUMNS,
-                                                     use_threads=False)
+                table = self._reader.read_row_groups(groups, columns=cols, use_threads=False)
         if len(entries) == 1 and table.num_rows == entries[0][2]:
             return [table]
         out, offset = [], 0
