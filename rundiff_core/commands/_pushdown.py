@@ -31,6 +31,7 @@ def pushed_runs(args: argparse.Namespace, sources: Sequence[str]) -> list[Run] |
     the switch is on; None means: load them in memory as usual."""
     if getattr(args, "no_pushdown", False) or not sources or not all(map(_fleet_like, sources)):
         return None
+    from ..engines.runset import spike_rule
     from ..fleet.pushdown import enabled, load_pushed
 
-    return load_pushed(sources) if enabled() else None
+    return load_pushed(sources, spike_rule=spike_rule) if enabled() else None

@@ -6,11 +6,11 @@ import argparse
 
 from ..engines.rank import run_rank
 from ..engines.runset import load_sources
-from ._pushdown import add_switch, pushed_runs
 from ..render import dumps
 from ..render.formats import emit, format_choices
 from ..render.many_md import render_rank
 from ..resolve import default_addresses
+from ._pushdown import add_switch, pushed_runs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -94,13 +94,7 @@ class Segment:
     def read(self, entries: Sequence[Entry], columns: Sequence[str] = POINT_COLUMNS
              ) -> list[pa.Table]:
         """The tables of these runs, in order, read in one call."""
-        groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
-        cols = list(columns)
-        with self._lock:
-            if len(groups) == 1:
-                table = self._reader.read_row_group(groups[0], columns=cols, use_threads=False)
-            else:
-                table = self._reader.read_row_groups(groups, columns=cols, use_threads=False)
+        table = self.read_joined(entries, columns)
         if len(entries) == 1 and table.num_rows == entries[0][2]:
             return [table]
         out, offset = [], 0
@@ -110,6 +104,22 @@ class Segment:
         if offset != table.num_rows:
             raise ValueError(f"pack row groups hold {table.num_rows} rows, its index says {offset}")
         return out
+
+
+    def read_joined(self, entries: Sequence[Entry], columns: Sequence[str] = POINT_COLUMNS
+                    ) -> pa.Table:
+        """These runs' rows as one table, run after run (each run's `n_points` rows in turn)."""
+        groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
+        cols = list(columns)
+        with self._lock:
+            if len(groups) == 1:
+                table = self._reader.read_row_group(groups[0], columns=cols, use_threads=False)
+            else:
+                table = self._reader.read_row_groups(groups, columns=cols, use_threads=False)
+        if table.num_rows != sum(e[2] for e in entries):
+            raise ValueError(f"pack row groups hold {table.num_rows} rows, its index says "
+                             f"{sum(e[2] for e in entries)}")
+        return table
 
 
 Located = tuple[Segment, Entry]

@@ -36,6 +36,7 @@ from . import layout
 from . import pack as packing
 
 ENV = "RUNDIFF_PUSHDOWN"  # also read by commands/_pushdown.py
+BATCH_KEYS = 16  # a values-at scan answers up to this many keys at their common steps at once
 SPIKE_BATCH = 64  # runs whose loss-like series are in memory at once during a spike scan
 KeyFacts = tuple[int, float, int, float, int, float, float]  # n, last, n_bad, first_bad, n_wall, wmin, wmax
 Candidates = tuple[int, float, float, float, float, float]  # n finite, last, x_lo, y_lo, x_hi, y_hi
@@ -62,11 +63,12 @@ class FleetFacts:
     root: str
     rows: Mapping[str, Mapping[str, Any]]
     uids: list[str]
+    prefetch: Callable[[np.ndarray, np.ndarray], list[Any]] | None = None  # spike rule to start
     _pack: Any = None
     _con: Any = None
     _keys: dict[str, dict[str, KeyFacts]] | None = None
     _at: dict[tuple[str, float], dict[str, Candidates]] = field(default_factory=dict)
-    _spikes: dict[tuple[Any, str], dict[str, list[Any]]] = field(default_factory=dict)
+    _spikes: dict[Any, Any] = field(default_factory=dict)  # spike rule → Future of its results
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- where each run's rows are ---------------------------------------------------------------
@@ -135,10 +137,14 @@ class FleetFacts:
 
     # -- per (run, key) facts -------------------------------------------------------------------
     def key_facts(self, uid: str) -> dict[str, KeyFacts]:
-        """{key: facts} of one run, from one GROUP BY over every selected run (asked once)."""
-        with self._lock:
-            if self._keys is None:
-                self._keys = self._query_keys()
+        """{key: facts} of one run, from one GROUP BY over every selected run (asked once; the
+        spike scan of `prefetch`'s rule starts beside it)."""
+        if self._keys is None:
+            if self.prefetch is not None:
+                self.prefetch_spikes(self.prefetch)
+            with self._lock:
+                if self._keys is None:
+                    self._keys = self._query_keys()
         return self._keys.get(uid, {})
 
     def _query_keys(self) -> dict[str, dict[str, KeyFacts]]:
@@ -162,29 +168,75 @@ class FleetFacts:
     # -- values at a step ------------------------------------------------------------------------
     def candidates(self, uid: str, key: str, target: float) -> Candidates | None:
         """The points `slice_sorted` chooses from at `target`: the last finite step below it and
-        the first at or above it, each with the value logged last at that step. One query per
-        (key, target) answers every selected run."""
-        cache_key = (key, target if not math.isnan(target) else math.inf)
+        the first at or above it, each with the value logged last at that step.
+
+        One scan answers every selected run. When `target` is this fleet's common step of `key`
+        (what `rank` asks), the same scan also answers every other key at its common step (up
+        to BATCH_KEYS keys): a scan costs about the same for one key as for all."""
+        t = math.inf if math.isnan(target) else float(target)
         with self._lock:
-            hit = self._at.get(cache_key)
+            hit = self._at.get((key, t))
             if hit is None:
-                hit = self._at[cache_key] = self._query_at(*cache_key)
+                ask = {key: t}
+                guesses = self._common_steps()
+                if guesses.get(key) == t and len(guesses) <= BATCH_KEYS:
+                    ask.update((k, g) for k, g in guesses.items() if (k, g) not in self._at)
+                self._at.update(self._query_at(ask))
+                hit = self._at[(key, t)]
         return hit.get(uid)
 
-    def _query_at(self, key: str, target: float) -> dict[str, Candidates]:
-        # a NaN target is asked as +inf: numpy's searchsorted puts NaN past every finite step,
-        # so the last point is the one chosen, as every finite step is below +inf
-        sql = """
-            SELECT run_uid, count(*), max(step),
-                   max(step) FILTER (step < $t),
-                   arg_max(coalesce(value, 'NaN'::DOUBLE), {'s': step, 'p': pos})
-                       FILTER (step < $t),
-                   min(step) FILTER (step >= $t),
-                   arg_min(coalesce(value, 'NaN'::DOUBLE), {'s': step, 'p': -pos})
-                       FILTER (step >= $t)
-            FROM pts WHERE key = $k AND isfinite(step) GROUP BY run_uid"""
-        rows = self._connect().execute(sql, {"t": float(target), "k": key}).fetchall()
-        return {r[0]: (int(r[1]), _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]), _f(r[6])) for r in rows}
+    def _common_steps(self) -> dict[str, float]:
+        """{key: the latest step every selected run with the key reached} (as `common_step`)."""
+        out: dict[str, float] = {}
+        for facts in (self._keys or {}).values():
+            for k, f in facts.items():
+                if math.isfinite(f[1]):
+                    out[k] = min(out.get(k, math.inf), f[1])
+                else:
+                    out.setdefault(k, math.inf)
+        return out
+
+    def _query_at(self, targets: Mapping[str, float]) -> dict[tuple[str, float], dict[str, Candidates]]:
+        """Two scans: the candidate steps of every (run, key) from the step column alone, then
+        the last-logged value at those steps from the few rows between the lowest and highest
+        candidate (a constant range DuckDB filters while reading)."""
+        import pyarrow as pa
+
+        con = self._connect()
+        con.register("_targets", pa.table({"key": pa.array(list(targets), pa.string()),
+                                           "t": pa.array(list(targets.values()), pa.float64())}))
+        steps = con.execute("""
+            SELECT run_uid, key, count(*), max(step), max(step) FILTER (step < t),
+                   min(step) FILTER (step >= t)
+            FROM pts JOIN _targets USING (key) WHERE isfinite(step)
+            GROUP BY run_uid, key""").fetchall()
+        con.unregister("_targets")
+        cand = [(u, k, lo, hi) for u, k, _n, _l, lo, hi in steps
+                if lo is not None or hi is not None]
+        values: dict[tuple[str, str, float], float] = {}
+        bounds = [x for _u, _k, lo, hi in cand for x in (lo, hi) if x is not None]
+        if bounds:
+            con.register("_cand", pa.table({
+                "run_uid": pa.array([c[0] for c in cand], pa.string()),
+                "key": pa.array([c[1] for c in cand], pa.string()),
+                "lo": pa.array([c[2] for c in cand], pa.float64()),
+                "hi": pa.array([c[3] for c in cand], pa.float64())}))
+            rows = con.execute("""
+                SELECT p.run_uid, p.key, p.step, arg_max(coalesce(p.value, 'NaN'::DOUBLE), p.pos)
+                FROM (SELECT * FROM pts WHERE step >= $a AND step <= $b) p
+                JOIN _cand c ON p.run_uid = c.run_uid AND p.key = c.key
+                    AND (p.step = c.lo OR p.step = c.hi)
+                GROUP BY p.run_uid, p.key, p.step""",
+                {"a": min(bounds), "b": max(bounds)}).fetchall()
+            con.unregister("_cand")
+            values = {(u, k, x): v for u, k, x, v in rows}
+        out: dict[tuple[str, float], dict[str, Candidates]] = {
+            (k, t): {} for k, t in targets.items()}
+        for u, k, n, last, lo, hi in steps:
+            out[(k, targets[k])][u] = (
+                int(n), _f(last), _f(lo), _f(values.get((u, k, lo))) if lo is not None else
+                math.nan, _f(hi), _f(values.get((u, k, hi))) if hi is not None else math.nan)
+        return out
 
     # -- spike scans -----------------------------------------------------------------------------
     def spikes(self, uid: str, key: str, rule: Callable[[np.ndarray, np.ndarray], list[Any]],
@@ -194,18 +246,37 @@ class FleetFacts:
         one is asked; any other key is loaded through `load` for this run alone."""
         if not is_loss_like(key):
             return rule(*load())
-        with self._lock:
-            done = self._spikes.get((rule, "*"))
-            if done is None:
-                done = self._spikes[(rule, "*")] = self._scan_spikes(rule)
-        return done.get(uid, {}).get(key, [])
+        return self._scan(rule).result().get(uid, {}).get(key, [])
 
-    def _scan_spikes(self, rule: Callable[[np.ndarray, np.ndarray], list[Any]]
-                     ) -> dict[str, dict[str, list[Any]]]:
-        out: dict[str, dict[str, list[Any]]] = {}
-        for uid, key, steps, values in self.loss_series():
-            out.setdefault(uid, {})[key] = rule(steps, values)
-        return out
+    def prefetch_spikes(self, rule: Callable[[np.ndarray, np.ndarray], list[Any]]) -> None:
+        """Start the spike scan on a worker thread, so it runs while DuckDB answers the rest
+        (its reads and numpy release the GIL); `spikes` with the same rule waits for it."""
+        self._scan(rule, start=True)
+
+    def _scan(self, rule: Callable[[np.ndarray, np.ndarray], list[Any]], start: bool = False
+              ) -> Any:
+        from concurrent.futures import Future
+
+        with self._lock:
+            fut = self._spikes.get(rule)
+            if fut is not None:
+                return fut
+            fut = self._spikes[rule] = Future()
+
+        def work() -> None:
+            try:
+                out: dict[str, dict[str, list[Any]]] = {}
+                for uid, key, steps, values in self.loss_series():
+                    out.setdefault(uid, {})[key] = rule(steps, values)
+                fut.set_result(out)
+            except BaseException as exc:  # raised where the result is asked for
+                fut.set_exception(exc)
+
+        if start:
+            threading.Thread(target=work, name="rundiff-spike-scan").start()
+        else:
+            work()
+        return fut
 
     def loss_series(self) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
         """(uid, key, steps, values) of every loss-like key of every selected run, logged order.
@@ -217,11 +288,11 @@ class FleetFacts:
             uids = list(entries)
             for start in range(0, len(uids), SPIKE_BATCH):
                 batch = uids[start:start + SPIKE_BATCH]
-                tables = seg.read([entries[u] for u in batch], columns=["key", "step", "value"])
-                for uid, table in zip(batch, tables, strict=True):
-                    yield from _loss_of(uid, table)
+                table = seg.read_joined([entries[u] for u in batch], ["key", "step", "value"])
+                yield from _loss_of(batch, [entries[u][2] for u in batch], table)
         for path, uid in partitions:
-            yield from _loss_of(uid, layout.read_table(path, read_dictionary=["key"]))
+            table = layout.read_table(path, read_dictionary=["key"])
+            yield from _loss_of([uid], [table.num_rows], table)
 
     def close(self) -> None:
         if self._con is not None:
@@ -229,23 +300,33 @@ class FleetFacts:
             self._con = None
 
 
-def _loss_of(uid: str, table: Any) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
+def _loss_of(uids: Sequence[str], counts: Sequence[int], table: Any
+             ) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
+    """(uid, key, steps, values) of the loss-like keys in `table`, which holds `counts[i]` rows
+    of `uids[i]` in turn (logged order kept within each)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     key = table.column("key")
-    names = pc.unique(key).to_pylist() if not pa.types.is_dictionary(key.type) else \
-        sorted({str(k) for chunk in key.chunks for k in chunk.dictionary.to_pylist()})
-    wanted = [k for k in names if k is not None and is_loss_like(k)]
+    if not pa.types.is_dictionary(key.type):
+        key = key.dictionary_encode()
+    key = key.unify_dictionaries() if key.num_chunks > 1 else key
+    if not key.num_chunks:
+        return
+    names = key.chunk(0).dictionary.to_pylist()
+    wanted = sorted((k, i) for i, k in enumerate(names) if k is not None and is_loss_like(k))
     if not wanted:
         return
-    plain = key.cast(pa.string()) if pa.types.is_dictionary(key.type) else key
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in key.chunks])
     step = _floats(table.column("step"))
     value = _floats(table.column("value"))
-    for k in sorted(wanted):
-        rows = np.flatnonzero(pc.equal(plain, k).to_numpy(zero_copy_only=False))
-        if len(rows):
-            yield uid, k, step[rows], value[rows]
+    masks = [(k, codes == i) for k, i in wanted]
+    offset = 0
+    for uid, n in zip(uids, counts, strict=True):
+        for k, mask in masks:
+            rows = np.flatnonzero(mask[offset:offset + n]) + offset
+            if len(rows):
+                yield uid, k, step[rows], value[rows]
+        offset += n
 
 
 def _floats(col: Any) -> np.ndarray:
@@ -331,9 +412,11 @@ def pushed(run: Run, facts: FleetFacts, uid: str) -> PushedRun:
                      fleet_uid=uid)
 
 
-def load_pushed(sources: Sequence[str]) -> list[Run] | None:
+def load_pushed(sources: Sequence[str], spike_rule: Callable[[np.ndarray, np.ndarray], list[Any]]
+                | None = None) -> list[Run] | None:
     """The runs of `sources` as PushedRuns, or None when any source cannot push down (not a fleet
-    dataset, no pack, no duckdb): the caller then loads every history in memory."""
+    dataset, no pack, no duckdb): the caller then loads every history in memory. With
+    `spike_rule`, its scan starts when the first fact is asked (see `FleetFacts.spikes`)."""
     from ..resolve import open_source
 
     opened = [open_source(raw) for raw in sources]
@@ -347,7 +430,7 @@ def load_pushed(sources: Sequence[str]) -> list[Run] | None:
     runs: list[Run] = []
     for src, (root, rows) in handles:
         refs = src.list_runs()
-        facts = FleetFacts(root, rows, [r.run_id for r in refs])
+        facts = FleetFacts(root, rows, [r.run_id for r in refs], prefetch=spike_rule)
         for ref in refs:
             runs.append(pushed(src.load_run(ref), facts, ref.run_id))
     return runs
