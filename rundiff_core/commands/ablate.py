@@ -9,6 +9,7 @@ from ..engines.runset import load_sources
 from ..render import dumps
 from ..render.formats import emit, format_choices
 from ..render.many_md import render_ablate
+from ._pushdown import add_switch, pushed_runs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--goal", choices=("min", "max"))
     p.add_argument("--format", choices=format_choices("ablate", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -26,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from ..engines.arms import load_arm
 
     arm = load_arm(args.baseline)
-    runs = load_sources(args.sources)
+    runs = pushed_runs(args, args.sources)
+    if runs is None:
+        runs = load_sources(args.sources)
     result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal)
     if emit("ablate", args.format, result.to_dict):
         pass

@@ -10,6 +10,7 @@ from ..render import dumps
 from ..render.formats import emit, format_choices
 from ..render.many_md import render_report
 from ..resolve import default_addresses
+from ._pushdown import add_switch, pushed_runs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,11 +19,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
     p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
     p.add_argument("--format", choices=format_choices("report", ("md", "json")), default="md")
+    add_switch(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = load_sources(args.sources or default_addresses())
+    sources = args.sources or default_addresses()
+    runs = pushed_runs(args, sources)
+    if runs is None:
+        runs = load_sources(sources)
     rep = build_report(runs, metrics=args.metric)
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0

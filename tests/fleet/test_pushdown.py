@@ -80,25 +80,31 @@ def tricky(tmp_path):
     return src, dataset
 
 
-def rank_json(capsys, *argv) -> dict:
+def rank_json(capsys, *argv, command: str = "rank") -> dict:
     capsys.readouterr()
-    assert main(["rank", *argv, "--format", "json"]) == 0
+    assert main([command, *argv, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def both(capsys, monkeypatch, *argv) -> tuple[dict, dict]:
-    """(pushed down, in memory): the pushed-down pass must not load a single history."""
+def both(capsys, monkeypatch, *argv, command: str = "rank", histories: int = 0
+         ) -> tuple[dict, dict]:
+    """(pushed down, in memory): the pushed-down pass loads at most `histories` histories."""
     from rundiff_adapters.parquet.source import ParquetSource
 
-    def no_history(self, ref, keys=None):
-        raise AssertionError("the pushdown loaded a history")
+    real = ParquetSource.load_history
+    loaded = []
+
+    def counted(self, ref, keys=None):
+        loaded.append(ref.run_id)
+        return real(self, ref, keys)
 
     with monkeypatch.context() as m:
-        m.setattr(ParquetSource, "load_history", no_history)
-        m.setattr("rundiff_core.commands.rank.load_sources",
-                  lambda *a, **k: pytest.fail("rank did not push down"))
-        pushed = rank_json(capsys, *argv)
-    memory = rank_json(capsys, *argv, "--no-pushdown")
+        m.setattr(ParquetSource, "load_history", counted)
+        m.setattr(f"rundiff_core.commands.{command}.load_sources",
+                  lambda *a, **k: pytest.fail(f"{command} did not push down"))
+        pushed = rank_json(capsys, *argv, command=command)
+    assert len(loaded) <= histories, loaded
+    memory = rank_json(capsys, *argv, "--no-pushdown", command=command)
     return pushed, memory
 
 
@@ -156,6 +162,35 @@ def test_ties_go_to_the_earlier_step_and_duplicates_to_the_last_value(tmp_path, 
     assert pushed == memory
     x = next(p for g in pushed["metrics"][0]["order"] for p in g["points"] if p["run"].endswith("x"))
     assert x["value"] == 3.0 + (1.0 - 3.0) * 0.5
+
+
+@pytest.mark.parametrize("argv", [[], ["--metric", "eval/accuracy", "--metric", "loss"]],
+                         ids=["default metrics", "two metrics"])
+def test_report_pushed_down_equals_in_memory(tmp_path, capsys, monkeypatch, argv):
+    """Every run logs both metrics here (report ranks on the metrics all runs share); the one
+    history it loads is the best run's primary metric, for its tail slope."""
+    src = tmp_path / "runs"
+    write_fleet(src, arms=3, seeds=2, steps=40)
+    write_journal_run(str(src / "odd"), config={"layers": 9, "optim": {"lr": 0.5}},
+                      rows=_rows([0, 5, 5, 12, 30, 20, 40, 70, 90, 200],
+                                 [2.0, 1.0, NAN, 0.9, 40.0, 0.8, 0.7, 0.6, 0.5, 0.4],
+                                 acc_every=1), final={"status": "crashed"})
+    export_fleet([f"journal:{src}"], str(tmp_path / "fleet"), workers=0, progress=False)
+    pushed, memory = both(capsys, monkeypatch, f"parquet:{tmp_path / 'fleet'}", *argv,
+                          command="report", histories=1)
+    assert pushed == memory
+    assert pushed["total_runs"] == 7 and pushed["rows"] and pushed["date_range"][0]
+
+
+def test_ablate_pushed_down_equals_in_memory(tricky, capsys, monkeypatch):
+    src, dataset = tricky
+    argv = ["--baseline", f"journal:{src / 'a' / 'seed-0'}", f"parquet:{dataset}#name=*/b/*,*/c/*",
+            "--metric", "loss"]
+    pushed, memory = both(capsys, monkeypatch, *argv, command="ablate")
+    assert pushed == memory
+    sources = [x for a in pushed["ablations"] for e in a["effects"] for x in e["sources"]]
+    assert any(x.startswith("journal:") for x in sources)  # the baseline, loaded in memory
+    assert any(x.startswith("parquet:") for x in sources)  # the ablations, pushed down
 
 
 def test_a_stale_pack_entry_reads_the_partition(tricky, tmp_path, capsys, monkeypatch):
