@@ -1,6 +1,7 @@
 """`rundiff rank` and `rundiff report` over growing fleets: 100, 1,000, 10,000 (and 100,000) runs of
-2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`) and,
-up to 10,000 runs, through `journal:` (the run folders themselves).
+2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`; the
+queries pushed down to DuckDB, fleet/pushdown.py) and, up to 10,000 runs, through `parquet:` with
+`--no-pushdown` (every history loaded, "parquet-mem") and `journal:` (the run folders themselves).
 
 Each command runs as a fresh process (start-up included), as a user runs it; the table gives wall
 time, CPU time (user + sys) and peak RSS per size, then the growth fitted between the two largest
@@ -94,13 +95,14 @@ def main() -> int:
     for n in sizes:
         print(f"size {n:,} runs", flush=True)
         journals, dataset = ensure_inputs(n, steps)
-        backends = [("parquet", f"parquet:{dataset}")]
+        backends = [("parquet", f"parquet:{dataset}", [])]  # pushed down to DuckDB
         if n <= JOURNAL_MAX:
-            backends.append(("journal", f"journal:{journals}"))
-        for backend, address in backends:
+            backends.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
+            backends.append(("journal", f"journal:{journals}", []))
+        for backend, address, extra in backends:
             for command in ("rank", "report"):
                 argv = [sys.executable, "-m", "rundiff_core.cli", command, address,
-                        "--metric", "loss", "--metric", "eval/accuracy"]
+                        "--metric", "loss", "--metric", "eval/accuracy", *extra]
                 if command == "report":
                     argv += ["-o", os.path.join(HERE, "out", f"scale-report-{n}-{backend}.md")]
                 rows[(command, backend, n)] = got = measure(argv)
@@ -118,7 +120,7 @@ def main() -> int:
         print(f"| {command} | {backend} | {n:,} | {wall:.2f} | {cpu:.2f} | {rss:.2f} | {verdict} |")
     print("\ngrowth (time ∝ runs^k between the two largest sizes of each row):")
     for command in ("rank", "report"):
-        for backend in ("parquet", "journal"):
+        for backend in ("parquet", "parquet-mem", "journal"):
             pts = sorted((n, rows[(c, b, n)][0]) for (c, b, n) in rows if c == command and b == backend)
             if len(pts) >= 2:
                 (n1, t1), (n2, t2) = pts[-2], pts[-1]

@@ -126,7 +126,8 @@ class FleetFacts:
             parts.append(
                 "SELECT m.uid AS run_uid, p.key::VARCHAR AS key, p.step, p.value, p.wall_time, "
                 f"p.file_row_number AS pos FROM read_parquet({files}, filename = true, "
-                "file_row_number = true) p JOIN _partitions m USING (filename)")
+                "file_row_number = true, hive_partitioning = false) p "
+                "JOIN _partitions m USING (filename)")
         if not parts:
             parts.append("SELECT NULL::VARCHAR AS run_uid, NULL::VARCHAR AS key, NULL::DOUBLE AS "
                          "step, NULL::DOUBLE AS value, NULL::DOUBLE AS wall_time, "

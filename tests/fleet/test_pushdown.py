@@ -304,3 +304,27 @@ def test_a_mixed_backend_fleet_ranks_the_same(tmp_path, capsys, monkeypatch):
         pushed, memory = both(capsys, monkeypatch, f"parquet:{dataset}", *argv)
         assert pushed == memory
         assert pushed["n_runs"] == 4 + 9 + 2 + 2
+
+
+def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
+    """Loss series stream in SPIKE_BATCH-run reads, each run once, whatever the fleet's size."""
+    from rundiff_core.engines.runset import robust_spikes, spike_rule
+    from rundiff_core.fleet import pushdown
+
+    _src, dataset = tricky
+    monkeypatch.setattr(pushdown, "SPIKE_BATCH", 3)
+    sizes = []
+    real = packing.Segment.read_joined
+
+    def spy(self, entries, columns=packing.POINT_COLUMNS):
+        sizes.append(len(entries))
+        return real(self, entries, columns)
+
+    monkeypatch.setattr(packing.Segment, "read_joined", spy)
+    runs = load_pushed([f"parquet:{dataset}"])
+    got = {r.name: r.pushed_spikes("loss", spike_rule) for r in runs}
+    assert max(sizes) == 3 and sum(sizes) == 8  # 8 runs with points; the empty one has none
+    for run in runs:  # the same rule over the run's own series
+        steps, values, _ = run.series("loss")
+        assert repr(got[run.name]) == repr(robust_spikes(steps, values))  # NaN-safe
+    assert any(got.values())
