@@ -149,22 +149,45 @@ class FleetFacts:
         return self._keys.get(uid, {})
 
     def _query_keys(self) -> dict[str, dict[str, KeyFacts]]:
-        bad = "(value IS NULL OR NOT isfinite(value))"
-        sql = f"""
-            SELECT run_uid, key, count(*),
-                   max(step) FILTER (NOT isnan(step)),
-                   count(*) FILTER ({bad}),
-                   arg_min(coalesce(step, 'NaN'::DOUBLE), pos) FILTER ({bad}),
-                   count(*) FILTER (isfinite(wall_time)),
-                   min(wall_time) FILTER (isfinite(wall_time)),
-                   max(wall_time) FILTER (isfinite(wall_time))
-            FROM pts GROUP BY run_uid, key"""
-        out: dict[str, dict[str, KeyFacts]] = {}
-        for row in self._connect().execute(sql).fetchall():
-            out.setdefault(row[0], {})[row[1]] = (
-                int(row[2]), _f(row[3]), int(row[4]), _f(row[5]), int(row[6]), _f(row[7]),
-                _f(row[8]))
-        return out
+        """Plain aggregates first (a third cheaper than filtered ones); where they show a
+        non-finite step, value or wall time, a filtered query over just those rows says exactly
+        how many and where (DuckDB's max() is NaN when a NaN is present, ±inf pass through)."""
+        con = self._connect()
+        plain = con.execute("""
+            SELECT run_uid, key, count(*), max(step), count(value), min(value), max(value),
+                   count(wall_time), min(wall_time), max(wall_time)
+            FROM pts GROUP BY run_uid, key""").fetchall()
+        finite = math.isfinite
+        out: dict[str, dict[str, list[Any]]] = {}
+        nan_steps = bad_values = bad_walls = False
+        for uid, key, n, smax, nv, vmin, vmax, nw, wmin, wmax in plain:
+            last = _f(smax)
+            nan_steps |= smax is not None and math.isnan(smax)
+            values_ok = nv == n and (not n or (finite(vmin) and finite(vmax)))
+            bad_values |= not values_ok
+            walls_ok = not nw or (finite(wmin) and finite(wmax))
+            bad_walls |= not walls_ok
+            out.setdefault(uid, {})[key] = [
+                int(n), last, 0, math.nan,
+                int(nw) if walls_ok else 0, _f(wmin) if walls_ok and nw else math.nan,
+                _f(wmax) if walls_ok and nw else math.nan]
+        if nan_steps:  # the last step ignores NaN steps (±inf count)
+            for uid, key, last in con.execute(
+                    "SELECT run_uid, key, max(step) FROM pts WHERE NOT isnan(step) "
+                    "GROUP BY run_uid, key").fetchall():
+                out[uid][key][1] = _f(last)  # keys with only NaN steps keep NaN
+        if bad_values:
+            for uid, key, n_bad, first in con.execute(
+                    "SELECT run_uid, key, count(*), arg_min(coalesce(step, 'NaN'::DOUBLE), pos) "
+                    "FROM pts WHERE value IS NULL OR NOT isfinite(value) "
+                    "GROUP BY run_uid, key").fetchall():
+                out[uid][key][2:4] = [int(n_bad), _f(first)]
+        if bad_walls:
+            for uid, key, nw, wmin, wmax in con.execute(
+                    "SELECT run_uid, key, count(*), min(wall_time), max(wall_time) FROM pts "
+                    "WHERE isfinite(wall_time) GROUP BY run_uid, key").fetchall():
+                out[uid][key][4:7] = [int(nw), _f(wmin), _f(wmax)]
+        return {u: {k: tuple(f) for k, f in facts.items()} for u, facts in out.items()}
 
     # -- values at a step ------------------------------------------------------------------------
     def candidates(self, uid: str, key: str, target: float) -> Candidates | None:

@@ -57,10 +57,14 @@ def write_tricky(root) -> None:
         "d/seed-0": _rows([0, 10, 20, 30, INF], [1.0, 0.9, 0.8, 0.7, 0.6]),
         # every loss non-finite
         "d/seed-1": _rows([0, 50, 100], [NAN, NAN, INF], acc_every=1),
+        # a NaN step (dropped from slicing and from the last step), wall times missing and NaN
+        "f/seed-0": [{"step": 0, "loss": 1.0, "time": 5.0}, {"step": NAN, "loss": 0.1},
+                     {"step": 60, "loss": 0.9, "time": NAN}, {"step": 120, "loss": 0.8,
+                                                              "time": 9.0}],
     }
     for i, (name, rows) in enumerate(runs.items()):
         config = {**base, "arm": name.split("/")[0], "seed": i % 2}
-        if name.startswith("a/"):
+        if name.startswith(("a/", "f/")):
             config["n_gpus"] = 4
         write_journal_run(str(root / name), config=config, rows=rows, seed=i % 2,
                           final={"status": "crashed" if name == "d/seed-1" else "finished"},
@@ -323,7 +327,7 @@ def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
     monkeypatch.setattr(packing.Segment, "read_joined", spy)
     runs = load_pushed([f"parquet:{dataset}"])
     got = {r.name: r.pushed_spikes("loss", spike_rule) for r in runs}
-    assert max(sizes) == 3 and sum(sizes) == 8  # 8 runs with points; the empty one has none
+    assert max(sizes) == 3 and sum(sizes) == 9  # 9 runs with points; the empty one has none
     for run in runs:  # the same rule over the run's own series
         steps, values, _ = run.series("loss")
         assert repr(got[run.name]) == repr(robust_spikes(steps, values))  # NaN-safe
