@@ -38,8 +38,10 @@ from . import pack as packing
 ENV = "RUNDIFF_PUSHDOWN"  # also read by commands/_pushdown.py
 BATCH_KEYS = 16  # a values-at scan answers up to this many keys at their common steps at once
 SPIKE_BATCH = 64  # runs whose loss-like series are in memory at once during a spike scan
-KeyFacts = tuple[int, float, int, float, int, float, float]  # n, last, n_bad, first_bad, n_wall, wmin, wmax
-Candidates = tuple[int, float, float, float, float, float]  # n finite, last, x_lo, y_lo, x_hi, y_hi
+# n, last, n_bad, first_bad, n_wall, wall min, wall max, min step (plain: -inf/NaN as DuckDB has them)
+KeyFacts = tuple[int, float, int, float, int, float, float, float]
+# finite steps (> 0 is what matters), last finite step, x_lo, y_lo, x_hi, y_hi
+Candidates = tuple[int, float, float, float, float, float]
 
 
 def enabled(flag_off: bool = False) -> bool:
@@ -155,12 +157,12 @@ class FleetFacts:
         con = self._connect()
         plain = con.execute("""
             SELECT run_uid, key, count(*), max(step), count(value), min(value), max(value),
-                   count(wall_time), min(wall_time), max(wall_time)
+                   count(wall_time), min(wall_time), max(wall_time), min(step)
             FROM pts GROUP BY run_uid, key""").fetchall()
         finite = math.isfinite
         out: dict[str, dict[str, list[Any]]] = {}
         nan_steps = bad_values = bad_walls = False
-        for uid, key, n, smax, nv, vmin, vmax, nw, wmin, wmax in plain:
+        for uid, key, n, smax, nv, vmin, vmax, nw, wmin, wmax, smin in plain:
             last = _f(smax)
             nan_steps |= smax is not None and math.isnan(smax)
             values_ok = nv == n and (not n or (finite(vmin) and finite(vmax)))
@@ -170,7 +172,7 @@ class FleetFacts:
             out.setdefault(uid, {})[key] = [
                 int(n), last, 0, math.nan,
                 int(nw) if walls_ok else 0, _f(wmin) if walls_ok and nw else math.nan,
-                _f(wmax) if walls_ok and nw else math.nan]
+                _f(wmax) if walls_ok and nw else math.nan, _f(smin)]
         if nan_steps:  # the last step ignores NaN steps (±inf count)
             for uid, key, last in con.execute(
                     "SELECT run_uid, key, max(step) FROM pts WHERE NOT isnan(step) "
@@ -205,7 +207,7 @@ class FleetFacts:
                 guesses = self._common_steps()
                 if guesses.get(key) == t and len(guesses) <= BATCH_KEYS:
                     ask.update((k, g) for k, g in guesses.items() if (k, g) not in self._at)
-                self._at.update(self._query_at(ask))
+                self._at.update(self._query_near(ask))
                 hit = self._at[(key, t)]
         return hit.get(uid)
 
@@ -218,6 +220,70 @@ class FleetFacts:
                     out[k] = min(out.get(k, math.inf), f[1])
                 else:
                     out.setdefault(k, math.inf)
+        return out
+
+    def _query_near(self, targets: Mapping[str, float]
+                    ) -> dict[tuple[str, float], dict[str, Candidates]]:
+        """`_query_at`'s answers from one cheap scan of the rows near the targets.
+
+        The window is the targets ± the widest mean step spacing of any (run, key) (from the
+        per-key facts; a sparse run widens it: more rows read, same answers); DuckDB filters it
+        while reading. A (run, key) whose answer the window
+        cannot prove — no candidate below the target in it while the run has steps before it, no
+        candidate at or above while it has steps after it, or ±inf steps — is answered by
+        `_query_at` instead, so every answer is exact."""
+        import pyarrow as pa
+
+        keys = self._keys
+        finite = math.isfinite
+        if keys is None or not all(finite(t) for t in targets.values()):
+            return self._query_at(targets)
+        widths = [0.0]
+        pairs = []
+        for uid, facts in keys.items():
+            for k in targets:
+                f = facts.get(k)
+                if f is None or math.isnan(f[1]):
+                    continue  # no such key, or no finite step: empty either way
+                pairs.append((uid, k, f))
+                if f[0] > 1 and finite(f[1]) and finite(f[7]):
+                    widths.append((f[1] - f[7]) / (f[0] - 1))
+        width = max(widths)
+        a = min(targets.values()) - width
+        b = max(targets.values()) + width
+        con = self._connect()
+        con.register("_keys", pa.table({"key": pa.array(list(targets), pa.string())}))
+        near: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for uid, k, step, value in con.execute("""
+                SELECT run_uid, key, step, arg_max(coalesce(value, 'NaN'::DOUBLE), pos)
+                FROM pts WHERE step >= $a AND step <= $b AND key IN (SELECT key FROM _keys)
+                GROUP BY run_uid, key, step""", {"a": a, "b": b}).fetchall():
+            near.setdefault((uid, k), []).append((step, value))
+        con.unregister("_keys")
+        out: dict[tuple[str, float], dict[str, Candidates]] = {
+            (k, t): {} for k, t in targets.items()}
+        unsure: set[tuple[str, str]] = set()
+        for uid, k, f in pairs:
+            t, last, first = targets[k], f[1], f[7]
+            if not (finite(last) and finite(first)):
+                unsure.add((uid, k))
+                continue
+            rows = near.get((uid, k), [])
+            below = [r for r in rows if r[0] < t]
+            above = [r for r in rows if r[0] >= t]
+            lo = max(below) if below else None
+            hi = min(above) if above else None
+            if (lo is None and first < a) or (hi is None and last > b):
+                unsure.add((uid, k))
+                continue
+            out[(k, t)][uid] = (1, last, *(lo or (math.nan, math.nan)),
+                                *(hi or (math.nan, math.nan)))
+        if unsure:
+            exact = self._query_at({k: targets[k] for _u, k in unsure})
+            for uid, k in unsure:
+                got = exact[(k, targets[k])].get(uid)
+                if got is not None:
+                    out[(k, targets[k])][uid] = got
         return out
 
     def _query_at(self, targets: Mapping[str, float]) -> dict[tuple[str, float], dict[str, Candidates]]:

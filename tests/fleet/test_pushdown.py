@@ -332,3 +332,31 @@ def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
         steps, values, _ = run.series("loss")
         assert repr(got[run.name]) == repr(robust_spikes(steps, values))  # NaN-safe
     assert any(got.values())
+
+
+def test_regular_runs_are_answered_from_the_rows_near_the_step(tmp_path, capsys, monkeypatch):
+    """Runs logging at regular steps need only the window scan; a run with a gap wider than
+    any spacing (a restart far back) falls back to the exact scan, and both agree."""
+    from rundiff_core.fleet import pushdown
+
+    src = tmp_path / "runs"
+    write_fleet(src, arms=2, seeds=2, steps=40)
+    export_fleet([f"journal:{src}"], str(tmp_path / "fleet"), workers=0, progress=False)
+    exact = []
+    real = pushdown.FleetFacts._query_at
+    monkeypatch.setattr(pushdown.FleetFacts, "_query_at",
+                        lambda self, t: exact.append(dict(t)) or real(self, t))
+    pushed, memory = both(capsys, monkeypatch, f"parquet:{tmp_path / 'fleet'}", "--metric",
+                          "loss", "--metric", "eval/accuracy")
+    assert pushed == memory and exact == []
+
+    steps = list(range(10)) + list(range(500, 1501, 10))  # nothing logged near step 390
+    write_journal_run(str(src / "gap"), config={"layers": 7},
+                      rows=[{"step": s, "loss": 1.0 + s, "eval/accuracy": 0.5} for s in steps])
+    export_fleet([f"journal:{src}"], str(tmp_path / "fleet"), workers=0, progress=False)
+    pushed, memory = both(capsys, monkeypatch, f"parquet:{tmp_path / 'fleet'}", "--metric",
+                          "loss", "--metric", "eval/accuracy", "--align", "interpolate")
+    assert pushed == memory and exact
+    gap = next(p for g in pushed["metrics"][0]["order"] for p in g["points"]
+               if p["run"].endswith("gap"))
+    assert (gap["method"], gap["value"]) == ("interpolate", 10.0 + (501.0 - 10.0) * 381 / 491)
