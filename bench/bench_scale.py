@@ -9,6 +9,7 @@ sizes (time ∝ runs^k). Inputs are generated once and cached under bench/out/sc
 Targets (issue "Scale"): 10,000 runs ranked through parquet: in under 10 s; 100,000 in under 60 s
 with peak memory under 4 GiB.
 Usage: python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
+       [--backends parquet,parquet-mem,journal]
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="sizes 100,1000 with 1,000 steps")
+    ap.add_argument("--backends", default="parquet,parquet-mem,journal",
+                    help="which of parquet (pushed down), parquet-mem, journal to run")
     args = ap.parse_args()
     sizes = [100, 1000] if args.quick else [int(x) for x in args.sizes.split(",")]
     steps = 1000 if args.quick else args.steps
@@ -100,6 +103,8 @@ def main() -> int:
             backends.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
             backends.append(("journal", f"journal:{journals}", []))
         for backend, address, extra in backends:
+            if backend not in args.backends.split(","):
+                continue
             for command in ("rank", "report"):
                 argv = [sys.executable, "-m", "rundiff_core.cli", command, address,
                         "--metric", "loss", "--metric", "eval/accuracy", *extra]
