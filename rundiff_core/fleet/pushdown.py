@@ -4,8 +4,9 @@ SQL over its pack instead of loading every history into Python.
 A many-run command needs little of each run: the metric keys, the last step per metric (for the
 common step), the value at one step per run, NaN/inf counts with the first bad step, the
 wall-time span, and loss-like series for the spike rule. `FleetFacts` answers the first five
-with two kinds of aggregate query (one per-(run, key) pass, one pass per (metric, step) asked),
-and streams the loss-like series through the spike rule in bounded batches. `PushedRun` is a
+with one GROUP BY (run, key) over every row and one scan of the rows near the common steps (with
+an exact fallback for runs the window cannot prove), and streams the loss-like series through the
+spike rule in bounded batches on a worker thread meanwhile. `PushedRun` is a
 `Run` whose fact methods read those answers; everything else it is asked (a history, a series)
 it loads through the adapter as usual, so an engine that needs more is still right, just slower.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +110,9 @@ class FleetFacts:
         con = duckdb.connect(":memory:", config={
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "memory_limit": os.environ.get("RUNDIFF_DUCKDB_MEMORY", "2GB"),
+            # spills (never expected: the answers are per run) go to the system temp dir, never
+            # the working directory, which may be a run folder
+            "temp_directory": os.path.join(tempfile.gettempdir(), f"rundiff-duckdb-{os.getpid()}"),
             "threads": max(1, min(4, os.cpu_count() or 1)),
         })
         by_segment, partitions = self._sources()

@@ -360,3 +360,16 @@ def test_regular_runs_are_answered_from_the_rows_near_the_step(tmp_path, capsys,
     gap = next(p for g in pushed["metrics"][0]["order"] for p in g["points"]
                if p["run"].endswith("gap"))
     assert (gap["method"], gap["value"]) == ("interpolate", 10.0 + (501.0 - 10.0) * 381 / 491)
+
+
+def test_a_pushed_down_rank_writes_nothing(tricky, tmp_path, capsys, monkeypatch):
+    from rundiff_core.testing import hash_tree
+
+    src, dataset = tricky
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = (hash_tree(str(dataset)), hash_tree(str(src)))
+    both(capsys, monkeypatch, f"parquet:{dataset}", "--metric", "loss")
+    assert (hash_tree(str(dataset)), hash_tree(str(src))) == before
+    assert list(cwd.iterdir()) == []
