@@ -307,7 +307,7 @@ def test_a_mixed_backend_fleet_ranks_the_same(tmp_path, capsys, monkeypatch):
                                         "--no-seed-groups"]):
         pushed, memory = both(capsys, monkeypatch, f"parquet:{dataset}", *argv)
         assert pushed == memory
-        assert pushed["n_runs"] == 4 + 9 + 2 + 2
+        assert pushed["n_runs"] == 4 + 10 + 2 + 2  # journal, tricky (one empty), tb, mlflow
 
 
 def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
