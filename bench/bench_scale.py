@@ -1,6 +1,7 @@
 """`rundiff rank` and `rundiff report` over growing fleets: 100, 1,000, 10,000 (and 100,000) runs of
-2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`) and,
-up to 10,000 runs, through `journal:` (the run folders themselves).
+2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`; the
+queries pushed down to DuckDB, fleet/pushdown.py) and, up to 10,000 runs, through `parquet:` with
+`--no-pushdown` (every history loaded, "parquet-mem") and `journal:` (the run folders themselves).
 
 Each command runs as a fresh process (start-up included), as a user runs it; the table gives wall
 time, CPU time (user + sys) and peak RSS per size, then the growth fitted between the two largest
@@ -8,6 +9,7 @@ sizes (time ∝ runs^k). Inputs are generated once and cached under bench/out/sc
 Targets (issue "Scale"): 10,000 runs ranked through parquet: in under 10 s; 100,000 in under 60 s
 with peak memory under 4 GiB.
 Usage: python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
+       [--backends parquet,parquet-mem,journal]
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="sizes 100,1000 with 1,000 steps")
+    ap.add_argument("--backends", default="parquet,parquet-mem,journal",
+                    help="which of parquet (pushed down), parquet-mem, journal to run")
     args = ap.parse_args()
     sizes = [100, 1000] if args.quick else [int(x) for x in args.sizes.split(",")]
     steps = 1000 if args.quick else args.steps
@@ -94,13 +98,16 @@ def main() -> int:
     for n in sizes:
         print(f"size {n:,} runs", flush=True)
         journals, dataset = ensure_inputs(n, steps)
-        backends = [("parquet", f"parquet:{dataset}")]
+        backends = [("parquet", f"parquet:{dataset}", [])]  # pushed down to DuckDB
         if n <= JOURNAL_MAX:
-            backends.append(("journal", f"journal:{journals}"))
-        for backend, address in backends:
+            backends.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
+            backends.append(("journal", f"journal:{journals}", []))
+        for backend, address, extra in backends:
+            if backend not in args.backends.split(","):
+                continue
             for command in ("rank", "report"):
                 argv = [sys.executable, "-m", "rundiff_core.cli", command, address,
-                        "--metric", "loss", "--metric", "eval/accuracy"]
+                        "--metric", "loss", "--metric", "eval/accuracy", *extra]
                 if command == "report":
                     argv += ["-o", os.path.join(HERE, "out", f"scale-report-{n}-{backend}.md")]
                 rows[(command, backend, n)] = got = measure(argv)
@@ -118,7 +125,7 @@ def main() -> int:
         print(f"| {command} | {backend} | {n:,} | {wall:.2f} | {cpu:.2f} | {rss:.2f} | {verdict} |")
     print("\ngrowth (time ∝ runs^k between the two largest sizes of each row):")
     for command in ("rank", "report"):
-        for backend in ("parquet", "journal"):
+        for backend in ("parquet", "parquet-mem", "journal"):
             pts = sorted((n, rows[(c, b, n)][0]) for (c, b, n) in rows if c == command and b == backend)
             if len(pts) >= 2:
                 (n1, t1), (n2, t2) = pts[-2], pts[-1]

@@ -332,6 +332,22 @@ class Run:
             hit = self._last[key] = float(logged.max()) if len(logged) else float("nan")
         return hit
 
+    def nonfinite(self, key: str) -> tuple[int, float | None]:
+        """(how many NaN/±inf values `key` logged, the step of the first in logged order)."""
+        steps, values, _ = self.series(key)
+        bad = ~np.isfinite(values)
+        if not bad.any():
+            return 0, None
+        return int(bad.sum()), float(steps[bad][0])
+
+    def wall_span(self) -> tuple[int, float, float]:
+        """(finite wall times logged over every key, earliest, latest); NaNs when there are none."""
+        wall = self._columns_full().wall_time
+        wall = wall[np.isfinite(wall)]
+        if not len(wall):
+            return 0, float("nan"), float("nan")
+        return len(wall), float(wall.min()), float(wall.max())
+
     def n_points(self) -> int:
         """How many points the full history holds (loads it once; no DataFrame needed)."""
         return len(self._columns_full())

@@ -312,6 +312,19 @@ class ParquetSource(BaseSource):
         export), so rundiff searches no further."""
         return None
 
+    def fleet_pushdown(self) -> tuple[str, dict[str, dict[str, Any]]] | None:
+        """(dataset root, runs-table rows by uid) for `rundiff_core.fleet.pushdown`, which answers
+        many-run queries in DuckDB SQL; None when this dataset has no pack (every history is then
+        loaded as usual) or duckdb (the `[fleet]` extra) is not installed."""
+        try:
+            import duckdb  # noqa: F401
+        except ImportError:
+            return None
+        if packing.open_pack(self.root) is None:
+            return None
+        by_uid, _ = self._index()
+        return self.root, by_uid
+
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """Runs of this dataset in the same exported `seed_group` (the arm found at export)."""
         row = self._row(ref)
@@ -319,7 +332,15 @@ class ParquetSource(BaseSource):
         if not group:
             return [ref]
         by_uid, order = self._index()
-        siblings = [u for u in order if by_uid[u].get("seed_group") == group]
+        groups = self.__dict__.get("_groups")
+        if groups is None or groups[0] is not order:  # one pass per runs table, not one per run
+            index: dict[str, list[str]] = {}
+            for u in order:
+                g = by_uid[u].get("seed_group")
+                if g:
+                    index.setdefault(g, []).append(u)
+            groups = self.__dict__["_groups"] = (order, index)
+        siblings = groups[1].get(group, [])
         for u in siblings:  # an arm's seeds are loaded together: let them share pack reads
             if u not in self._position:
                 self._position[u] = len(self._listed)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from ._pushdown import add_switch, pushed_runs
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ def add_parser(sub: CommandHost) -> None:
     add_arm_options(p)
     p.add_argument("--format", choices=format_choices("ablate", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -33,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     grouping = grouping_from(args)
     arm = load_arm(args.baseline, grouping=grouping)
-    runs = load_sources(args.sources, arms=grouping)
+    runs = pushed_runs(args, args.sources)
+    if runs is None:
+        runs = load_sources(args.sources, arms=grouping)
     result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal, grouping=grouping)
     if emit("ablate", args.format, result.to_dict):
         pass

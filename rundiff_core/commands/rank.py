@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from ._pushdown import add_switch, pushed_runs
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ def add_parser(sub: CommandHost) -> None:
     add_arm_options(p, no_seeds_help="rank every run on its own", aliases=("--no-seed-groups",))
     p.add_argument("--format", choices=format_choices("rank", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -32,7 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from ..resolve import default_addresses
 
     grouping = grouping_from(args)
-    runs = load_sources(args.sources or default_addresses(), arms=grouping)
+    sources = args.sources or default_addresses()
+    runs = pushed_runs(args, sources)
+    if runs is None:
+        runs = load_sources(sources, arms=grouping)
     result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping, align=args.align)
     if emit("rank", args.format, result.to_dict):
         return 0

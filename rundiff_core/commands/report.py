@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from ._pushdown import add_switch, pushed_runs
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
     add_arm_options(p)
     p.add_argument("--format", choices=format_choices("report", ("md", "json")), default="md")
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -30,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     from ..resolve import default_addresses
 
     grouping = grouping_from(args)
-    runs = load_sources(args.sources or default_addresses(), arms=grouping)
+    sources = args.sources or default_addresses()
+    runs = pushed_runs(args, sources)
+    if runs is None:
+        runs = load_sources(sources, arms=grouping)
     rep = build_report(runs, metrics=args.metric, grouping=grouping)
     if not args.output and emit("report", args.format, rep.to_dict):
         return 0

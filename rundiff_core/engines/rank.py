@@ -79,7 +79,8 @@ def rank_metric(groups: list[Group], metric: str, goal: str | None = None, align
     ranking.top_group.append(best.label)
     others = [s for s in order[1:] if math.isfinite(s.mean)]
     testable = [s for s in others if s.n >= 2 and best.n >= 2]
-    ranking.untestable = [s.label for s in others if s not in testable]
+    tested = {id(s) for s in testable}  # by identity: `in` on the list compared every field
+    ranking.untestable = [s.label for s in others if id(s) not in tested]  # of every pair
     raw = [welch_p(best.values, s.values) for s in testable]
     for s, p in zip(testable, holm(raw), strict=True):
         ranking.p_adjusted[s.label] = p

@@ -95,10 +95,9 @@ def _date(ts: float) -> str:
 def _date_range(runs: list[Run]) -> tuple[str | None, str | None]:
     lo, hi = math.inf, -math.inf
     for r in runs:
-        wt = r.history()["wall_time"].to_numpy()
-        wt = wt[np.isfinite(wt)]
-        if len(wt):
-            lo, hi = min(lo, float(wt.min())), max(hi, float(wt.max()))
+        n_wall, first, last = r.wall_span()  # a fleet run answers without loading its history
+        if n_wall:
+            lo, hi = min(lo, first), max(hi, last)
     return (_date(lo), _date(hi)) if math.isfinite(lo) else (None, None)
 
 

@@ -18,7 +18,7 @@ from ..model import Run
 from .align import slice_at
 from .arms import Grouping, arm_for_ref, arms_of, attach
 from .selection import natural_key, natural_sorted
-from .stats import SPIKE_RULE, bootstrap_ci, goal_for, sample_std, spike_episodes
+from .stats import SPIKE_RULE, Spike, bootstrap_ci, goal_for, sample_std, spike_episodes
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
 GPU_KEYS = re.compile(r"(^|\.)(n_?gpus?|num_?gpus?|gpu_?count|gpus_per_node|world_size|devices)$", re.I)
@@ -131,8 +131,13 @@ class Point:
 
 
 def value_at(run: Run, metric: str, step: float, align: str = "nearest") -> Point:
-    steps, values, _ = run.series(metric)
-    s = slice_at(steps, values, step, align)
+    """The run's value at `step` (`slice_at`); a fleet run answers from a pushed-down query."""
+    pushed = getattr(run, "pushed_slice", None)  # fleet/pushdown.py PushedRun
+    if pushed is not None:
+        s = pushed(metric, step, align)
+    else:
+        steps, values, _ = run.series(metric)
+        s = slice_at(steps, values, step, align)
     return Point(run.name, run.address, run.run_id, s.x_used, s.value, s.method)
 
 
@@ -221,11 +226,9 @@ def gpu_hours(run: Run) -> Efficiency:
             runtime_s, source = float(v), f"summary.{key}"
             break
     if runtime_s is None:
-        h = run.history()
-        wt = h["wall_time"].to_numpy() if len(h) else np.array([])
-        wt = wt[np.isfinite(wt)]
-        if len(wt) >= 2:
-            runtime_s, source = float(wt.max() - wt.min()), "logged wall-time span"
+        n_wall, first_wall, last_wall = run.wall_span()
+        if n_wall >= 2:
+            runtime_s, source = last_wall - first_wall, "logged wall-time span"
     gpus = None
     for k, v in {**run.flat_config, **{f"meta.{k}": v for k, v in run.meta.items()}}.items():
         if GPU_KEYS.search(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
@@ -246,6 +249,21 @@ def gpu_hours(run: Run) -> Efficiency:
 
 # Kinds of anomaly, most severe first (the text lists them in this order within a run).
 ANOMALY_KINDS = ("no metrics", "crashed", "kill", "nan", "spike", "early_stop")
+
+
+def spike_rule(steps: np.ndarray, values: np.ndarray) -> list[Spike]:
+    """The loss-spike rule `anomalies` applies: one `Spike` per episode (stats.SPIKE_RULE). The one
+    seam for it: the fleet pushdown streams loss series through this same function."""
+    return spike_episodes(steps, values)
+
+
+def loss_spikes(run: Run, metric: str) -> list[Spike]:
+    """`spike_rule` over the run's `metric`; a fleet run streams it in batches with its fleet."""
+    pushed = getattr(run, "pushed_spikes", None)  # fleet/pushdown.py PushedRun
+    if pushed is not None:
+        return pushed(metric, spike_rule)
+    steps, values, _ = run.series(metric)
+    return spike_rule(steps, values)
 
 
 @dataclass
@@ -292,15 +310,13 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
         for m in watched:
             if m not in keys:
                 continue
-            steps, v, _ = run.series(m)
-            bad = ~np.isfinite(v)
-            if bad.any():
-                first = float(steps[bad][0])
+            n_bad, first = run.nonfinite(m)
+            if n_bad:
                 out.append(Anomaly(run.name, run.address, "nan",
-                                   f"{int(bad.sum())} NaN/inf value(s) in {m}, first at step {first:g}",
+                                   f"{n_bad} NaN/inf value(s) in {m}, first at step {first:g}",
                                    first, m, _severity("nan"), "a non-finite value"))
             if "loss" in m.lower():
-                for e in spike_episodes(steps, v):
+                for e in loss_spikes(run, m):
                     if not math.isfinite(e.value):
                         continue
                     times = f"{e.value / e.level:.3g}× the local level {e.level:.4g}, " if e.level > 0 else ""

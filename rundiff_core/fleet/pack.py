@@ -4,7 +4,9 @@ The Hive partitions (one small file per run) are the dataset: tools read them an
 them run by run. But opening a small Parquet file costs pyarrow ~0.25 ms however few rows it holds,
 which is most of what loading a run costs. So `rundiff export` also keeps `_pack/`: Parquet
 *segments* holding the same rows, one row group per run, each indexed in its key-value metadata by
-{run_uid: [first row group, row groups, n_points, content_hash]}.
+{run_uid: [first row group, row groups, n_points, content_hash]}. Each row also carries its
+`run_uid` (dictionary-encoded: one value per row group, nearly free) so SQL engines (DuckDB, see
+fleet/pushdown.py) can group a segment's rows by run.
 
 - The `parquet:` adapter reads a run from a segment only when that entry's `n_points` and
   `content_hash` equal the runs table's; anything else (no pack, a stale entry after an interrupted
@@ -13,6 +15,8 @@ which is most of what loading a run costs. So `rundiff export` also keeps `_pack
   its cost follows what changed. When segments pile up (more than MAX_SEGMENTS) or most of the
   pack's rows are stale, it compacts everything into one segment. Segments with nothing current
   are deleted.
+- A segment carries PACK_VERSION in its metadata; a segment of another version is ignored like
+  an unreadable one (its runs read their partitions; the next export replaces it), never misread.
 - The pack is derived data: delete `_pack/` any time, or export with `--no-pack`; nothing is lost.
 """
 
@@ -26,6 +30,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -35,14 +40,19 @@ from .schema import PARQUET_META_KEY, POINT_FILE_SCHEMA, SCHEMA_VERSION
 from .writer import POINTS_WRITE_OPTIONS
 
 PACK_META_KEY = b"rundiff.fleet.pack"
+PACK_VERSION_KEY = b"rundiff.fleet.pack_version"
+PACK_VERSION = 2  # 2: every row carries run_uid (v1 had no run_uid column)
 PACK_DIR = "_pack"
 MAX_SEGMENTS = 8  # more than this after an export: compact into one
 READ_BATCH = 64  # runs read per batch while writing a segment (bounded memory)
 _KEY_TYPE = pa.dictionary(pa.int32(), pa.string())
 PACK_SCHEMA = pa.schema(
-    [pa.field("key", _KEY_TYPE, nullable=False)] + list(POINT_FILE_SCHEMA)[1:],
-    metadata={PARQUET_META_KEY: str(SCHEMA_VERSION).encode()},
+    [pa.field("key", _KEY_TYPE, nullable=False)] + list(POINT_FILE_SCHEMA)[1:]
+    + [pa.field("run_uid", _KEY_TYPE, nullable=False)],
+    metadata={PARQUET_META_KEY: str(SCHEMA_VERSION).encode(),
+              PACK_VERSION_KEY: str(PACK_VERSION).encode()},
 )
+POINT_COLUMNS = ["key", "step", "value", "wall_time"]  # what a run's history is read from
 
 Entry = tuple[int, int, int, str]  # first row group, row groups, n_points, content_hash
 
@@ -69,6 +79,8 @@ class Segment:
         kv = meta.metadata or {}
         if PACK_META_KEY not in kv:
             raise ValueError("no pack index")
+        if kv.get(PACK_VERSION_KEY) != str(PACK_VERSION).encode():
+            raise ValueError("a pack segment of another version")
         layout.check_version(kv.get(PARQUET_META_KEY, b"?").decode(), path)
         self.index: dict[str, Entry] = {
             uid: (int(e[0]), int(e[1]), int(e[2]), str(e[3]))
@@ -79,14 +91,10 @@ class Segment:
         self.rows = sum(e[2] for e in self.index.values())
         self._lock = threading.Lock()
 
-    def read(self, entries: Sequence[Entry]) -> list[pa.Table]:
+    def read(self, entries: Sequence[Entry], columns: Sequence[str] = POINT_COLUMNS
+             ) -> list[pa.Table]:
         """The tables of these runs, in order, read in one call."""
-        groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
-        with self._lock:
-            if len(groups) == 1:
-                table = self._reader.read_row_group(groups[0], use_threads=False)
-            else:
-                table = self._reader.read_row_groups(groups, use_threads=False)
+        table = self.read_joined(entries, columns)
         if len(entries) == 1 and table.num_rows == entries[0][2]:
             return [table]
         out, offset = [], 0
@@ -96,6 +104,22 @@ class Segment:
         if offset != table.num_rows:
             raise ValueError(f"pack row groups hold {table.num_rows} rows, its index says {offset}")
         return out
+
+
+    def read_joined(self, entries: Sequence[Entry], columns: Sequence[str] = POINT_COLUMNS
+                    ) -> pa.Table:
+        """These runs' rows as one table, run after run (each run's `n_points` rows in turn)."""
+        groups = [g for e in entries for g in range(e[0], e[0] + e[1])]
+        cols = list(columns)
+        with self._lock:
+            if len(groups) == 1:
+                table = self._reader.read_row_group(groups[0], columns=cols, use_threads=False)
+            else:
+                table = self._reader.read_row_groups(groups, columns=cols, use_threads=False)
+        if table.num_rows != sum(e[2] for e in entries):
+            raise ValueError(f"pack row groups hold {table.num_rows} rows, its index says "
+                             f"{sum(e[2] for e in entries)}")
+        return table
 
 
 Located = tuple[Segment, Entry]
@@ -243,7 +267,8 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
     """Write one segment with these runs (copied from `live` entries, else read from their
     partitions) through `_tmp/`: (size, path), or (0, None) when no run could be read."""
     # the partitions' encoding; no statistics: nothing prunes row groups of a pack by value
-    options = {**POINTS_WRITE_OPTIONS, "write_statistics": False}
+    options = {**POINTS_WRITE_OPTIONS, "write_statistics": False,
+               "use_dictionary": ["key", "run_uid"]}
     tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.parquet")
     os.makedirs(os.path.dirname(tmp), exist_ok=True)
     index: dict[str, list[Any]] = {}
@@ -253,7 +278,7 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
             for start in range(0, len(order), READ_BATCH):
                 for uid, table in _tables(root, order[start:start + READ_BATCH], rows, live):
                     n = table.num_rows
-                    out.write_table(_as_pack_table(table), row_group_size=n)  # one group a run
+                    out.write_table(_as_pack_table(table, uid), row_group_size=n)  # a group a run
                     index[uid] = [len(index), 1, n, str(rows[uid]["content_hash"])]
             out.add_key_value_metadata({PACK_META_KEY: json.dumps(index, separators=(",", ":"))})
         meta = pq.read_metadata(tmp)
@@ -303,8 +328,9 @@ def _tables(root: str, uids: list[str], rows: Mapping[str, Mapping[str, Any]],
         yield uid, table
 
 
-def _as_pack_table(table: pa.Table) -> pa.Table:
-    """A points table with the key as one dictionary chunk and the pack's schema."""
+def _as_pack_table(table: pa.Table, uid: str) -> pa.Table:
+    """A points table with the key as one dictionary chunk, the run's uid on every row and the
+    pack's schema."""
     key = table.column("key")
     if not pa.types.is_dictionary(key.type):
         key = key.dictionary_encode()
@@ -312,6 +338,9 @@ def _as_pack_table(table: pa.Table) -> pa.Table:
     if key.type != _KEY_TYPE:
         key = key.cast(_KEY_TYPE)
     cols = [key] + [table.column(c).combine_chunks() for c in ("step", "value", "wall_time")]
+    n = table.num_rows
+    cols.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                               pa.array([uid], pa.string())))
     return pa.Table.from_arrays(cols, schema=PACK_SCHEMA)
 
 
