@@ -320,7 +320,7 @@ class ParquetSource(BaseSource):
             import duckdb  # noqa: F401
         except ImportError:
             return None
-        if packing.open_pack(self.root) is None:
+        if fleet_storage.open_pack(self.root) is None:
             return None
         by_uid, _ = self._index()
         return self.root, by_uid

@@ -104,7 +104,8 @@ def both(capsys, monkeypatch, *argv, command: str = "rank", histories: int = 0
 
     with monkeypatch.context() as m:
         m.setattr(ParquetSource, "load_history", counted)
-        m.setattr(f"rundiff_core.commands.{command}.load_sources",
+        # the commands import load_sources when they run: patch where it is defined
+        m.setattr("rundiff_core.engines.runset.load_sources",
                   lambda *a, **k: pytest.fail(f"{command} did not push down"))
         pushed = rank_json(capsys, *argv, command=command)
     assert len(loaded) <= histories, loaded
@@ -250,10 +251,10 @@ def test_the_switch_turns_it_off(tricky, capsys, monkeypatch):
     _src, dataset = tricky
     monkeypatch.setenv("RUNDIFF_PUSHDOWN", "0")
     calls = []
-    import rundiff_core.commands.rank as rank_cmd
+    import rundiff_core.engines.runset as runset
 
-    real = rank_cmd.load_sources
-    monkeypatch.setattr(rank_cmd, "load_sources", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = runset.load_sources
+    monkeypatch.setattr(runset, "load_sources", lambda *a, **k: calls.append(1) or real(*a, **k))
     rank_json(capsys, f"parquet:{dataset}", "--metric", "loss")
     assert calls == [1]
 
@@ -312,7 +313,7 @@ def test_a_mixed_backend_fleet_ranks_the_same(tmp_path, capsys, monkeypatch):
 
 def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
     """Loss series stream in SPIKE_BATCH-run reads, each run once, whatever the fleet's size."""
-    from rundiff_core.engines.runset import robust_spikes, spike_rule
+    from rundiff_core.engines.runset import spike_rule
     from rundiff_core.fleet import pushdown
 
     _src, dataset = tricky
@@ -330,7 +331,7 @@ def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
     assert max(sizes) == 3 and sum(sizes) == 9  # 9 runs with points; the empty one has none
     for run in runs:  # the same rule over the run's own series
         steps, values, _ = run.series("loss")
-        assert repr(got[run.name]) == repr(robust_spikes(steps, values))  # NaN-safe
+        assert repr(got[run.name]) == repr(spike_rule(steps, values))  # NaN-safe
     assert any(got.values())
 
 
