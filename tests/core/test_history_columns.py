@@ -87,7 +87,8 @@ def test_ls_on_a_journal_imports_no_pandas(tmp_path):
 
 
 @pytest.mark.parametrize("values", [
-    np.array([5, 3, 5, 1, 3, 3, 9], dtype=np.uint64),
+    np.array([5, 3, 5, 1, 3, 3, 9], dtype=np.uint64),  # small ints: the lookup-table path
+    np.array([10**12, 5, 10**12, 7], dtype=np.int64),  # large ints: the sorting path
     np.array([2.5, np.nan, 2.5, -1.0]),
     np.array([b"loss", b"lr", b"loss", b"acc"], dtype=object),
     np.array([], dtype=np.int64),
