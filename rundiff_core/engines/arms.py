@@ -43,6 +43,7 @@ _SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|[-_]s)(?P<seed>\d+)$"
 it)."""
 
 _KEY_SPLIT = re.compile(r"[./]")
+_OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def _leaf(key: str) -> str:
@@ -461,6 +462,10 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
     g = grouping or DEFAULT
     configs = [arm_config(a.primary, g.rules) for a in arms]
     keys = list(g.group_by) if g.group_by else distinguishing_keys(configs) if len(arms) > 1 else []
+    if not g.group_by:  # object reprs (`<function … at 0x…>`) name a process, not a config
+        keys = [k for k in keys if not _OBJECT_REPR.search(k)
+                and not any(_OBJECT_REPR.search(str(c.get(k, ""))) for c in configs)]
+        keys.sort(key=lambda k: not all(k in c for c in configs))  # keys every arm sets first
     labels = []
     for arm, cfg in zip(arms, configs, strict=True):
         flat = arm.primary.flat_config if g.group_by else cfg

@@ -260,6 +260,8 @@ def run_diff(
     available = {"A": keys_a, "B": keys_b}
     if metric is None:  # the main loss both log (`loss` when it is there), as a user would pick
         metric = main_metric(k for k in keys_a if k in set(keys_b)) or "loss"
+    elif metric not in keys_a or metric not in keys_b:
+        metric = _equivalent(metric, keys_a, keys_b, warnings)
     goal_source = "--goal" if goal else ("name" if goal_is_known(metric) else "assumed")
     goal = goal or goal_for(metric)
     headline_a = headline_b = None
@@ -328,6 +330,23 @@ def _arm_info(arm: Arm) -> dict[str, Any]:
     """Who is in an arm and which rule put them there (docs/diff.md, Arms)."""
     return {"label": arm.label, "members": arm.members, "members_full": arm.members_full,
             "n": arm.n, "how": arm.how, "runs": [r.address for r in arm.seeds]}
+
+
+def _equivalent(metric: str, keys_a: list[str], keys_b: list[str], warnings: list[str]) -> str:
+    """`metric` as both runs spell it when they log it under one equivalent name (spelling or
+    synonym tier of engines.metricnames: `average-episode-return` → `AverageEpRet`), said in a
+    warning; else `metric` unchanged (the caller then reports it missing)."""
+    from .metricnames import _match
+
+    got = [_match(metric, {k: k for k in keys}) for keys in (keys_a, keys_b)]
+    found = {key for key, _tier, ambiguous in got if key is not None and not ambiguous}
+    if len(found) != 1 or any(key is None for key, _t, _a in got):
+        return metric
+    key = found.pop()
+    if key != metric:
+        tiers = sorted({tier for _k, tier, _a in got if tier != "exact"})
+        warnings.append(f"--metric {metric!r} read as {key!r} (same {', '.join(tiers) or 'name'})")
+    return key
 
 
 def _top_changes(changes: list[ConfigChange], k: int) -> list[ConfigChange]:

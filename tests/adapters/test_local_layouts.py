@@ -63,6 +63,25 @@ def test_spinningup_six_seeds_are_one_arm_and_diff_is_strict(realdata, capsys):
     assert "N>=3" in out["verdict"] or "indistinguishable" in out["verdict"]
 
 
+def test_diff_reads_a_metric_by_its_equivalent_name(realdata, capsys):
+    """Rule: `diff --metric average-episode-return` finds Spinning Up's `AverageEpRet` in both arms
+    (the synonym tier of metric names), says so, and gives the strict verdict over six seeds each;
+    a name neither run logs under any spelling stays an error."""
+    data = realdata / "spinningup-rainbow-pg" / "data"
+    a, b = str(data / "PPO/Hopper-v2/ppo_s11096"), str(data / "DDPG/Hopper-v2/ddpg_s16628")
+    assert main(["diff", a, b, "--metric", "average-episode-return", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metric"] == "AverageEpRet" and out["goal"] == "max"
+    assert any("'average-episode-return' read as 'AverageEpRet'" in w for w in out["warnings"])
+    assert out["variance_a"]["n"] == 6 and out["variance_b"]["n"] == 6
+    # by hand: last-10%-mean per seed is the engine's statistic; the verdict must follow 2σ
+    assert out["verdict"] in ("A clearly better (Δ outside 2σ across N>=3 seeds)",
+                              "B clearly better (Δ outside 2σ across N>=3 seeds)",
+                              "indistinguishable within trial variance")
+    assert main(["diff", a, b, "--metric", "average-episode-length-of-nothing"]) == 2
+    assert "not logged" in capsys.readouterr().err
+
+
 def _write_spinningup(folder: Path, seed: int, shift: float, epochs: int = 30) -> None:
     """The exact Spinning Up EpochLogger layout: config.json as `save_config` dumps it, then a
     tab-separated progress.txt with `Epoch`, `AverageEpRet`, … and `TotalEnvInteracts`."""
