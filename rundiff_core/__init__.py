@@ -34,11 +34,12 @@ _EXPORTS: dict[str, str] = {
     "RunRef": "model",
     "empty_history": "model",
     "filter_keys": "model",
-    "flatten": "model",
+    "flatten": "parsing.nested",
     "history_frame": "model",
     "make_history": "model",
     "HistoryColumns": "model",
     "numeric_column": "parsing.arrow",
+    "footer_has_columns": "parsing.parquet_footer",
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
@@ -135,6 +136,7 @@ __all__ = [
     "filter_keys",
     "flatten",
     "fleet_storage",
+    "footer_has_columns",
     "history_frame",
     "hookimpl",
     "is_identity_key",
@@ -235,6 +237,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.codes import factorize
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
+    from .parsing.parquet_footer import footer_has_columns
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim

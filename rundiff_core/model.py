@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
+from .parsing.nested import flatten
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -184,18 +186,6 @@ def filter_keys(history: pd.DataFrame, keys: Iterable[str] | None) -> pd.DataFra
         return history
     wanted = list(keys)
     return history[history["key"].isin(wanted)].reset_index(drop=True)
-
-
-def flatten(mapping: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dict[str, Any]:
-    """Flatten nested mappings to dotted keys; lists stay values."""
-    out: dict[str, Any] = {}
-    for k, v in mapping.items():
-        name = f"{prefix}{sep}{k}" if prefix else str(k)
-        if isinstance(v, Mapping) and v:
-            out.update(flatten(v, name, sep))
-        else:
-            out[name] = v
-    return out
 
 
 @dataclass(frozen=True)

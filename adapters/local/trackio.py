@@ -23,11 +23,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from rundiff_core import flatten, footer_has_columns
 
-from rundiff_core import flatten
-
+from .lazy import np, pd  # imported on first use: sniffing a project needs neither
 from .sniff import _arrow_columns, points_frame, to_long
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -76,13 +74,8 @@ def is_trackio_parquet(path: str) -> bool:
     if not path.endswith(".parquet") or path.endswith(("_configs.parquet", "_system.parquet",
                                                        "_traces.parquet")):
         return False
-    try:
-        import pyarrow.parquet as pq
-
-        names = set(pq.read_schema(path).names)
-    except Exception:  # not Parquet, or damaged: not ours
-        return False
-    return {"run_name", "step", "timestamp", "log_id"} <= names
+    # the footer alone, with the standard library: sniffing imports no pyarrow
+    return footer_has_columns(path, ("run_name", "step", "timestamp", "log_id")) is True
 
 
 def _unique_names(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:

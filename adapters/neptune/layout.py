@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from rundiff_core import walk_dirs
+from rundiff_core import footer_has_columns, walk_dirs
 
 PART_RE = re.compile(r"^(?P<prefix>.+)_part_(?P<n>\d+)\.parquet$")
 DATA_LOG_RE = re.compile(r"^data-(?P<v>\d+)\.log$")
@@ -116,32 +116,10 @@ def is_scale_db(path: str) -> bool:
 
 
 PARQUET_MAGIC = b"PAR1"
-FOOTER_LIMIT = 1 << 20  # an exporter footer is a few KiB; a bigger one is left undecided
-
-
 def export_schema(path: str) -> bool | None:
-    """True/False: the Parquet footer has/lacks the exporter's columns; None: no readable footer.
-
-    Read with the standard library (sniffing must not import pyarrow): the footer is Thrift
-    compact-encoded, where every column name is a string stored as its varint length followed by
-    its bytes, so each exporter column shows as that exact byte run."""
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(4) != PARQUET_MAGIC:
-                return None
-            size = fh.seek(0, os.SEEK_END)
-            if size < 12:
-                return None
-            fh.seek(size - 8)
-            tail = fh.read(8)
-            length = int.from_bytes(tail[:4], "little")
-            if tail[4:] != PARQUET_MAGIC or not 0 < length <= min(FOOTER_LIMIT, size - 12):
-                return None
-            fh.seek(size - 8 - length)
-            footer = fh.read(length)
-    except OSError:  # unreadable: undecided
-        return None
-    return all(bytes([len(name)]) + name.encode() in footer for name in EXPORT_COLUMNS)
+    """True/False: the Parquet footer has/lacks the exporter's columns; None: no readable footer
+    (read with the standard library: sniffing must not import pyarrow)."""
+    return footer_has_columns(path, EXPORT_COLUMNS)
 
 
 def has_export_schema(path: str) -> bool:
