@@ -162,3 +162,9 @@ def test_rule_zero_padding_and_a_zeroed_block_are_not_damage():
     for d in (bytes(data), data2):
         assert framed(d) == reference(d) == framed(d, framing._frame_carefully)
         assert reference(d)[0][-1] == b"after" and reference(d)[1]["corrupt_chunks"] == 0
+
+
+def test_rule_sniff_needs_the_magic_and_its_number_in_any_version():
+    assert framing.sniff(b":W&B\xe1\xbe") and framing.sniff(b":W&B\xe1\xbe\x01")  # 6 bytes; version 1
+    assert not framing.sniff(b":W&B\xe1") and not framing.sniff(b":W&Bxx\x00")
+    assert not framing.sniff(b"XW&B\xe1\xbe\x00") and not framing.sniff(b"")
