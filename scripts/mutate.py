@@ -45,8 +45,8 @@ GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
     # the tests that read .wandb logs from files (real samples, hand-framed logs), not those that
     # first start wandb's client to write one: that takes seconds per mutant
     "wandb_framing": ("rundiff_adapters/wandb/framing.py", None,
-                      ["tests/adapters/test_wandb.py", "-k", "realdata or crc or not_a_log or "
-                       "missing_path or unusual or compat or run_folder_without"]),
+                      ["tests/adapters/test_wandb_framing_damage.py", "tests/adapters/test_wandb.py", "-k", "realdata or crc or not_a_log or "
+                       "missing_path or unusual or compat or run_folder_without or rule"]),
     "arms": (f"{CORE}/engines/arms.py", None,
              ["tests/core/test_arms_rules.py", "tests/core/test_diff.py",
               "tests/core/test_verdict_rules.py", "tests/compare/test_compare_cli.py",

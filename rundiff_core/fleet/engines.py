@@ -20,6 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ..errors import InputError, MissingDependencyError, UsageError
+from . import faults
 from .worker import LOCAL_SOURCES, Prior, RunResult, RunTask, export_batch, pool_batch, pool_init
 
 ENGINES = ("local", "dask")
@@ -84,7 +85,8 @@ class LocalEngine:
         while queue:
             broken: list[list[RunTask]] = []
             pool = ProcessPoolExecutor(max_workers=self.used_workers, mp_context=_mp_context(),
-                                       initializer=pool_init, initargs=(dict(prior),))
+                                       initializer=pool_init,
+                                       initargs=(dict(prior), os.environ.get(faults.ENV)))
             try:
                 pending = {pool.submit(pool_batch, b, write_root, exported_at, full): b
                            for b in queue}

@@ -6,7 +6,8 @@ to reach POINT for the N-th time writes "POINT PID" to MARKER and sleeps there, 
 kills it at a known point. Only one process ever pauses (MARKER is claimed exclusively), so a
 retried pool runs through. Unset — always, outside tests — a checkpoint costs one dict lookup.
 
-Points: `points-written` (after a run's points partition is in place).
+Points: `points-written` (after a run's points partition is in place). Pool workers get the
+setting from the driver through `pool_init` (a forkserver started earlier lacks it).
 """
 
 from __future__ import annotations

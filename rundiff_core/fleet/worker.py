@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 import signal
 import time
 import traceback
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from ..errors import RundiffError
 from ..model import Run, RunRef
+from . import faults
 from .fingerprint import content_hash, fingerprint
 from .schema import TERMINAL_STATUSES, run_row
 from .writer import points_table, write_points
@@ -243,12 +245,15 @@ def close_sources(cache: dict[str, Any]) -> None:
 _POOL_PRIOR: Mapping[str, Prior] = {}
 
 
-def pool_init(prior: Mapping[str, Prior]) -> None:
+def pool_init(prior: Mapping[str, Prior], pause: str | None = None) -> None:
     """Per worker process: keep the prior state; leave Ctrl-C to the driver, which stops handing
-    out work and lets in-flight runs finish their (atomic) writes."""
+    out work and lets in-flight runs finish their (atomic) writes. `pause` is the driver's
+    fault-injection setting (faults.py): a forkserver started earlier does not carry it."""
     global _POOL_PRIOR
     _POOL_PRIOR = prior
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if pause:
+        os.environ[faults.ENV] = pause
 
 
 _POOL_SOURCES: dict[str, Any] = {}  # opened once per worker process, for the whole export
