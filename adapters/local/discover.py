@@ -13,6 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rundiff_core import SNIFF_ENTRIES, walk_dirs
+
 from .sniff import read_head, sniff_table
 from .textlog import sniff_text
 
@@ -58,17 +60,6 @@ class RunSpec:
 def is_result_file(name: str) -> bool:
     base = name.lower()
     return any(fnmatch.fnmatch(base, p) for p in RESULT_PATTERNS)
-
-
-def _entries(folder: str) -> tuple[list[str], list[str]]:
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return [], []
-    files = [e.name for e in entries if not e.name.startswith(".") and e.is_file()]
-    dirs = [e.name for e in entries if not e.name.startswith(".") and e.is_dir()]
-    return files[:MAX_FILES_PER_FOLDER], dirs
 
 
 def checkpoints(folder: str, dirs: list[str]) -> list[tuple[int, str]]:
@@ -191,21 +182,26 @@ def discover(root: str, depth: int = 4, limit: int | None = None) -> list[RunSpe
     return out
 
 
-def _walk(folder: str, depth: int, out: list[RunSpec], limit: int | None = None) -> None:
-    if limit is not None and len(out) >= limit:
-        return  # detection only needs to know there are runs
-    files, dirs = _entries(folder)
-    spec, consumed = claim_folder(folder, files, dirs)
-    tracked = trackio_specs(folder, files) if (spec is None or spec.layout != "hf-trainer") and any(
-        f.endswith((".db", ".parquet")) for f in files) else []  # LAYOUTS order: trackio second
-    if tracked:
-        out.extend(tracked)
-    elif spec is not None:
-        out.append(spec)
-    else:
-        out.extend(sniff_files(folder, files))
-    if depth <= 0:
-        return
-    for d in dirs:
-        if d not in consumed and d not in ("__pycache__", "node_modules", "wandb", "mlruns"):
-            _walk(os.path.join(folder, d), depth - 1, out, limit)
+_NOT_RUNS = ("__pycache__", "node_modules", "wandb", "mlruns")  # other adapters' or nobody's
+
+
+def _walk(root: str, depth: int, out: list[RunSpec], limit: int | None = None) -> None:
+    """Claim runs folder by folder through the shared bounded walk (rundiff_core.walk_dirs): a
+    folder a layout claims keeps the walk out of the sub-folders it consumes. Detection (`limit`)
+    also caps the entries listed; an address the user gave is listed to `depth` in full."""
+    walk = walk_dirs(root, max_depth=depth, max_entries=SNIFF_ENTRIES if limit is not None else None)
+    for folder in walk:
+        if limit is not None and len(out) >= limit:
+            return  # detection only needs to know there are runs
+        files = [e.name for e in folder.files() if not e.name.startswith(".")][:MAX_FILES_PER_FOLDER]
+        dirs = [e.name for e in folder.dirs]
+        spec, consumed = claim_folder(folder.path, files, dirs)
+        tracked = trackio_specs(folder.path, files) if (spec is None or spec.layout != "hf-trainer") \
+            and any(f.endswith((".db", ".parquet")) for f in files) else []  # LAYOUTS: trackio 2nd
+        if tracked:
+            out.extend(tracked)
+        elif spec is not None:
+            out.append(spec)
+        else:
+            out.extend(sniff_files(folder.path, files))
+        folder.dirs[:] = [e for e in folder.dirs if e.name not in consumed and e.name not in _NOT_RUNS]
