@@ -119,6 +119,19 @@ class Spike:
     rule: str = SPIKE_RULE
 
 
+def _nanmedian_rows(m: np.ndarray) -> np.ndarray:
+    """`np.nanmedian(m, axis=1)` for a few rows, by sorting (NaN sorts last): the same values
+    without nanmedian's masked-array path, which costs ~0.25 ms per call on small inputs."""
+    if not len(m):
+        return np.empty(0)
+    d = np.sort(m, axis=1)
+    k = np.sum(~np.isnan(d), axis=1)
+    lo = np.take_along_axis(d, np.maximum((k - 1) // 2, 0)[:, None], axis=1)[:, 0]
+    hi = np.take_along_axis(d, np.maximum(k // 2, 0)[:, None], axis=1)[:, 0]
+    with np.errstate(invalid="ignore"):
+        return np.where(k > 0, (lo + hi) / 2, np.nan)
+
+
 def _rolling_median(v: np.ndarray, w: int, chunk: int = 65536) -> np.ndarray:
     """Centred rolling median ignoring NaN (edges use the points there are); bounded memory.
 
@@ -146,7 +159,7 @@ def _rolling_median(v: np.ndarray, w: int, chunk: int = 65536) -> np.ndarray:
             else:
                 part[clean] = np.median(view[clean], axis=1)
             if not clean.all():
-                part[~clean] = np.nanmedian(view[~clean], axis=1)
+                part[~clean] = _nanmedian_rows(view[~clean])
     return out
 
 
@@ -165,7 +178,7 @@ def _block_spread(r: np.ndarray, block: int) -> np.ndarray:
         warnings.simplefilter("ignore", RuntimeWarning)
         mad[clean] = np.median(blocks[clean], axis=1)  # the same value, without nanmedian's masks
         if not clean.all():
-            mad[~clean] = np.nanmedian(blocks[~clean], axis=1)
+            mad[~clean] = _nanmedian_rows(blocks[~clean])
     return np.repeat(mad * 1.4826, block)[:n]
 
 
@@ -196,7 +209,9 @@ def spike_episodes(steps: Sequence[float], values: Sequence[float], *,
     level_x = _rolling_median(x, w)
     resid = x - level_x
     with np.errstate(all="ignore"):
-        whole = float(np.nanmedian(np.abs(resid))) * 1.4826 if np.isfinite(resid).any() else 0.0
+        spread = np.abs(resid)
+        whole = (float(np.median(spread) if not np.isnan(spread).any() else np.nanmedian(spread))
+                 * 1.4826 if np.isfinite(resid).any() else 0.0)
         local = _block_spread(resid, 4 * w)
         rel = 1e-3 if positive else np.maximum(np.abs(level_x) * 1e-3, 1e-12)
         floor = np.maximum(0.5 * whole, rel)
