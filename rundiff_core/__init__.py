@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "HistoryColumns": "model",
     "numeric_column": "parsing.arrow",
     "footer_has_columns": "parsing.parquet_footer",
+    "open_sqlite_readonly": "parsing.sqlite",
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
@@ -149,6 +150,7 @@ __all__ = [
     "normalize_reason",
     "numeric_column",
     "open_source",
+    "open_sqlite_readonly",
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
@@ -238,6 +240,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.parquet_footer import footer_has_columns
+    from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim

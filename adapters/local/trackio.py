@@ -15,15 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from rundiff_core import flatten, footer_has_columns
+from rundiff_core import flatten, footer_has_columns, open_sqlite_readonly
 
 from .lazy import np, pd  # imported on first use: sniffing a project needs neither
 from .sniff import _arrow_columns, points_frame, to_long
@@ -33,28 +29,10 @@ META_KEYS = ("_Username", "_Created", "_Group")
 _NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
-@contextlib.contextmanager
-def open_readonly(db: str) -> Iterator[tuple[sqlite3.Connection, list[str]]]:
-    notes: list[str] = []
-    wal = db + "-wal"
-    tmp = None
-    try:
-        if os.path.exists(wal) and os.path.getsize(wal) > 0:
-            tmp = tempfile.mkdtemp(prefix="rundiff-trackio-")
-            copy = os.path.join(tmp, os.path.basename(db))
-            shutil.copyfile(db, copy)
-            shutil.copyfile(wal, copy + "-wal")
-            notes.append("write-ahead log present (a live run): read from a private copy")
-            conn = sqlite3.connect(copy)
-        else:
-            conn = sqlite3.connect(Path(db).absolute().as_uri() + "?immutable=1", uri=True)
-        try:
-            yield conn, notes
-        finally:
-            conn.close()
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+def open_readonly(db: str) -> contextlib.AbstractContextManager[tuple[sqlite3.Connection, list[str]]]:
+    """A connection that cannot change anything beside the database, plus notes."""
+    return open_sqlite_readonly(db, tmp_prefix="rundiff-trackio-",
+                                live_note="write-ahead log present (a live run): read from a private copy")
 
 
 def is_trackio_db(path: str) -> bool:

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rundiff_core import InputError, MissingDependencyError, RunEvent, empty_history
+from rundiff_core import (
+    InputError,
+    MissingDependencyError,
+    RunEvent,
+    empty_history,
+    open_sqlite_readonly,
+)
 
 from .attributes import RunData, backward_steps
 
@@ -51,29 +53,10 @@ def proto():
     return common_pb2
 
 
-@contextlib.contextmanager
-def open_readonly(db: str) -> Iterator[tuple[sqlite3.Connection, list[str]]]:
-    """A connection that cannot change anything under the run folder, plus notes."""
-    notes: list[str] = []
-    wal = db + "-wal"
-    tmp = None
-    try:
-        if os.path.exists(wal) and os.path.getsize(wal) > 0:
-            tmp = tempfile.mkdtemp(prefix="rundiff-neptune-")
-            copy = os.path.join(tmp, os.path.basename(db))
-            shutil.copyfile(db, copy)
-            shutil.copyfile(wal, copy + "-wal")
-            notes.append("write-ahead log present (the run was live or did not close): read from a private copy")
-            conn = sqlite3.connect(copy)
-        else:
-            conn = sqlite3.connect(Path(db).absolute().as_uri() + "?immutable=1", uri=True)
-        try:
-            yield conn, notes
-        finally:
-            conn.close()
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+def open_readonly(db: str) -> contextlib.AbstractContextManager[tuple[sqlite3.Connection, list[str]]]:
+    """A connection that cannot change anything beside the database, plus notes."""
+    return open_sqlite_readonly(db, tmp_prefix="rundiff-neptune-",
+                                live_note="write-ahead log present (the run was live or did not close): read from a private copy")
 
 
 def read_header(db: str) -> tuple[str | None, str | None]:
