@@ -44,6 +44,7 @@ it)."""
 
 _KEY_SPLIT = re.compile(r"[./]")
 _OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
+_ABSENT = object()
 
 
 def _leaf(key: str) -> str:
@@ -453,6 +454,25 @@ def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
                                     if k in c else "\0missing" for c in configs}) > 1]
 
 
+def _separating_first(keys: list[str], configs: Sequence[Mapping[str, Any]], limit: int
+                      ) -> list[str]:
+    """`keys` with, in front, the few (at most `limit`) that together tell the arms apart, picked
+    greedily in `keys` order: three algorithms that differ on many keys in pairs get a label that
+    names each of them, not three labels sharing their first keys."""
+    def groups(chosen: list[str]) -> int:
+        return len({tuple(repr(c.get(k, _ABSENT)) for k in chosen) for c in configs})
+
+    chosen: list[str] = []
+    rest = list(keys)
+    while rest and len(chosen) < limit and groups(chosen) < len(configs):
+        best = max(rest, key=lambda k: groups([*chosen, k]))  # the first of equals: order kept
+        if groups([*chosen, best]) == groups(chosen):
+            break
+        chosen.append(best)
+        rest.remove(best)
+    return chosen + rest
+
+
 def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
     """Name every arm of one comparison (sets `Arm.label`): by the config keys whose values differ
     between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS; `key=(absent)` for an arm
@@ -466,6 +486,7 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
         keys = [k for k in keys if not _OBJECT_REPR.search(k)
                 and not any(_OBJECT_REPR.search(str(c.get(k, ""))) for c in configs)]
         keys.sort(key=lambda k: not all(k in c for c in configs))  # keys every arm sets first
+        keys = _separating_first(keys, configs, LABEL_MAX_KEYS)
     labels = []
     for arm, cfg in zip(arms, configs, strict=True):
         flat = arm.primary.flat_config if g.group_by else cfg

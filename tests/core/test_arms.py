@@ -482,3 +482,17 @@ def test_group_by_and_no_seeds_on_ablate_report_and_watch(grid, capsys):
     assert sorted({(c["arm"], c["arm_size"]) for c in d["runs"]}) == [("lr=0.1", 4), ("lr=0.2", 4)]
     d = cli_json(capsys, "watch", str(grid), "--once", "--no-seeds")
     assert {c["arm_size"] for c in d["runs"]} == {1}
+
+
+def test_labels_pick_the_keys_that_tell_every_arm_apart(realdata):
+    """Rule: arm labels show the few config keys that together name each arm differently. Spinning
+    Up's PPO, TD3 and DDPG differ on many keys in pairs (TD3 and DDPG share pi_lr, save_freq…);
+    the label still names all three by config, never falling back to member paths."""
+    from rundiff_core.engines.arms import arms_of
+    from rundiff_core.engines.runset import load_sources
+
+    data = realdata / "spinningup-rainbow-pg" / "data"
+    arms = arms_of(load_sources([f"local:{data}"], progress=False))
+    labels = [a.label for a in arms]
+    assert len(arms) == 3 and len(set(labels)) == 3
+    assert all("=" in label and "/" not in label.split(",")[0] for label in labels), labels
