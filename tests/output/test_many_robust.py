@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -56,8 +57,16 @@ def test_rank_output_is_one_screen_per_metric(sweep, capsys):
 
 def test_watch_names_silent_runs_stale_and_likely_killed(realdata, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RUNDIFF_CACHE_DIR", str(tmp_path / "cache"))
-    # 9fdufjz8: a W&B log cut without an exit record, its last point years old
-    run = realdata / "wandb-verysimpletransformer" / "wandb" / "run-20230329_021634-9fdufjz8"
+    # 9fdufjz8: a W&B log cut without an exit record, its last point years old. A copy whose
+    # files carry that age: W&B's reader calls a log written in the last minutes "running", and
+    # a fresh copy of shared/ (as CI makes) gives every file today's mtime.
+    src = realdata / "wandb-verysimpletransformer" / "wandb" / "run-20230329_021634-9fdufjz8"
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    then = time.mktime((2023, 3, 29, 3, 0, 0, 0, 0, -1))
+    for d, _, files in os.walk(run):
+        for f in files:
+            os.utime(os.path.join(d, f), (then, then))
     out = _run(capsys, "watch", "--once", str(run), code=1)
     (line,) = [x for x in out.splitlines() if "ALERT stale" in x]
     assert "likely killed" in line and "status unknown" in line
