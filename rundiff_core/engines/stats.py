@@ -100,6 +100,7 @@ SPIKE_WINDOW = 11  # points in the centred rolling median (the local level)
 SPIKE_THRESHOLD = 8.0  # robust σ a point must stand above the local level
 SPIKE_RATIO = 4.0  # and, for a positive series, times the local level it must reach
 SPIKE_SEPARATION = 5  # points: flags closer than this are one episode
+SPIKE_RULE_VERSION = 1  # bump when spike_episodes changes: fleet packs store its results
 SPIKE_RULE = (f"value > {SPIKE_THRESHOLD:g} robust σ above the rolling median of "
               f"{SPIKE_WINDOW} points (σ of log values for a positive series, which must also "
               f"exceed {SPIKE_RATIO:g}× that median)")

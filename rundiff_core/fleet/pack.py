@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import RundiffError
-from . import layout
+from . import facts, layout
 from .schema import PARQUET_META_KEY, POINT_FILE_SCHEMA, SCHEMA_VERSION
 from .writer import POINTS_WRITE_OPTIONS
 
@@ -255,7 +255,11 @@ def update_pack(root: str, rows: Mapping[str, Mapping[str, Any]], *,
             keep = []
         elif missing:
             written, new = _write_segment(root, missing, rows, {})
-        _drop(root, keep=[s.path for s in keep] + ([new] if new else []))
+        for seg in keep:  # a segment written before facts were stored gets them now
+            if not os.path.exists(facts.facts_path(seg.path)):
+                written += _write_facts(root, seg.path)
+        kept = [s.path for s in keep] + ([new] if new else [])
+        _drop(root, keep=kept + [facts.facts_path(p) for p in kept])
         return written, None
     except (OSError, ValueError, pa.ArrowException) as exc:
         remove_pack(root)
@@ -292,13 +296,23 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
         os.makedirs(pack_dir(root), exist_ok=True)
         size = os.path.getsize(tmp)
         os.replace(tmp, final)
-        return size, final
+        return size + _write_facts(root, final), final
     except BaseException:
         try:
             os.remove(tmp)
         except OSError:
             pass
         raise
+
+
+def _write_facts(root: str, segment_path: str) -> int:
+    """Store the segment's facts (fleet/facts.py): bytes written, 0 when they could not be (the
+    queries then answer what they would have; nothing is lost)."""
+    try:
+        return facts.write_facts(Segment(segment_path), facts.facts_path(segment_path),
+                                 layout.tmp_dir(root))
+    except Exception:  # derived data: a failure here must not fail the export
+        return 0
 
 
 def _tables(root: str, uids: list[str], rows: Mapping[str, Mapping[str, Any]],

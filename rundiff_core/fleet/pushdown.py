@@ -68,7 +68,10 @@ class FleetFacts:
     rows: Mapping[str, Mapping[str, Any]]
     uids: list[str]
     prefetch: Callable[[np.ndarray, np.ndarray], list[Any]] | None = None  # spike rule to start
+    segment: Any = None  # a pack Segment: its runs, nothing else (fleet/facts.py computes them)
+    use_stored: bool = True  # answer from fleet/facts.py's stored facts where they hold
     _pack: Any = None
+    _stored: dict[str, Any] | None = None
     _con: Any = None
     _keys: dict[str, dict[str, KeyFacts]] | None = None
     _at: dict[tuple[str, float], dict[str, Candidates]] = field(default_factory=dict)
@@ -78,6 +81,8 @@ class FleetFacts:
     # -- where each run's rows are ---------------------------------------------------------------
     def _sources(self) -> tuple[dict[Any, dict[str, Any]], list[tuple[str, str]]]:
         """({segment: {uid: its entry}}, [(partition file, uid)]): the adapter's rule per run."""
+        if self.segment is not None:
+            return {self.segment: dict(self.segment.index)}, []
         if self._pack is None:
             self._pack = packing.open_pack(self.root) or False
         by_segment: dict[Any, dict[str, Any]] = {}
@@ -115,6 +120,7 @@ class FleetFacts:
             "temp_directory": os.path.join(tempfile.gettempdir(), f"rundiff-duckdb-{os.getpid()}"),
             "threads": max(1, min(4, os.cpu_count() or 1)),
         })
+        con.execute("SET enable_progress_bar = false")  # never draw on the user's stderr
         by_segment, partitions = self._sources()
         parts = []
         for i, (seg, uids) in enumerate(by_segment.items()):
@@ -152,8 +158,34 @@ class FleetFacts:
                 self.prefetch_spikes(self.prefetch)
             with self._lock:
                 if self._keys is None:
-                    self._keys = self._query_keys()
+                    stored = self._stored_facts()
+                    keys = {u: f.key_facts(u) for u, f in stored.items()}
+                    rest = self._without(stored)
+                    if rest is not None:
+                        keys.update(rest._query_keys())
+                        if rest is not self:
+                            rest.close()
+                    self._keys = keys
         return self._keys.get(uid, {})
+
+    def _stored_facts(self) -> dict[str, Any]:
+        """{uid: StoredFacts} of the selected runs whose current pack entry has stored facts."""
+        if self._stored is None:
+            from .facts import stored_for
+
+            self._stored = stored_for(self._sources()[0]) if self.use_stored else {}
+        return self._stored
+
+    def _without(self, covered: Mapping[str, Any]) -> FleetFacts | None:
+        """The FleetFacts that answers the runs `covered` does not: self when it covers none,
+        None when it covers all."""
+        if not covered:
+            return self
+        rest = [u for u in dict.fromkeys(self.uids)
+                if u not in covered and self.rows[u].get("n_points")]
+        if not rest:
+            return None
+        return FleetFacts(self.root, self.rows, rest, use_stored=False, _pack=self._pack)
 
     def _query_keys(self) -> dict[str, dict[str, KeyFacts]]:
         """Plain aggregates first (a third cheaper than filtered ones); where they show a
@@ -205,6 +237,12 @@ class FleetFacts:
         (what `rank` asks), the same scan also answers every other key at its common step (up
         to BATCH_KEYS keys): a scan costs about the same for one key as for all."""
         t = math.inf if math.isnan(target) else float(target)
+        stored = self._stored_facts().get(uid)
+        if stored is not None:
+            tail = stored.tails(uid).get(key)
+            got = _from_tail(tail, t) if tail is not None else None
+            if got is not _UNSURE:
+                return got  # type: ignore[return-value]
         with self._lock:
             hit = self._at.get((key, t))
             if hit is None:
@@ -360,9 +398,12 @@ class FleetFacts:
 
         def work() -> None:
             try:
-                out: dict[str, dict[str, list[Any]]] = {}
-                for uid, key, steps, values in self.loss_series():
-                    out.setdefault(uid, {})[key] = rule(steps, values)
+                out, rest = self._stored_spikes(rule)
+                if rest is not None:
+                    for uid, key, steps, values in rest.loss_series():
+                        out.setdefault(uid, {})[key] = rule(steps, values)
+                    if rest is not self:
+                        rest.close()
                 fut.set_result(out)
             except BaseException as exc:  # raised where the result is asked for
                 fut.set_exception(exc)
@@ -372,6 +413,42 @@ class FleetFacts:
         else:
             work()
         return fut
+
+    def _stored_spikes(self, rule: Callable[[np.ndarray, np.ndarray], list[Any]]
+                       ) -> tuple[dict[str, dict[str, list[Any]]], FleetFacts | None]:
+        """(the spikes stored for `rule`, by run; the FleetFacts of the runs left to scan)."""
+        from ..engines.runset import spike_rule
+        from .facts import spike_rule_id
+
+        out: dict[str, dict[str, list[Any]]] = {}
+        if rule is spike_rule:
+            rule_id = spike_rule_id()
+            for uid, stored in self._stored_facts().items():
+                got = stored.spikes(uid, rule_id)
+                if got is not None:
+                    out[uid] = got
+        return out, self._without(out)
+
+    def query_tails(self, k: int) -> dict[tuple[str, str], tuple[int, float, list[float],
+                                                                  list[float]]]:
+        """{(uid, key): (finite steps, last finite step, tail steps, their values)}: the distinct
+        steps among each key's last `k` rows by (step, logged order), ascending, each with the
+        value logged last there. Every step above the tail's first is in it."""
+        con = self._connect()
+        out = {}
+        for uid, key, n, last, top in con.execute(f"""
+                SELECT run_uid, key, count(*), max(step),
+                       max(struct_pack(s := step, p := pos,
+                                       v := coalesce(value, 'NaN'::DOUBLE)), {int(k)})
+                FROM pts WHERE isfinite(step) GROUP BY run_uid, key""").fetchall():
+            steps: list[float] = []
+            values: list[float] = []
+            for row in top:  # (step, pos) descending: the first row of a step is its last logged
+                if not steps or row["s"] != steps[-1]:
+                    steps.append(float(row["s"]))
+                    values.append(float(row["v"]))
+            out[(uid, key)] = (int(n), float(last), steps[::-1], values[::-1])
+        return out
 
     def loss_series(self) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
         """(uid, key, steps, values) of every loss-like key of every selected run, logged order.
@@ -393,6 +470,26 @@ class FleetFacts:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+
+_UNSURE = object()  # a tail that cannot prove the answer: ask the query
+
+
+def _from_tail(tail: tuple[int, float, np.ndarray, np.ndarray], t: float) -> Any:
+    """`candidates` from a stored tail (see `query_tails`), or _UNSURE when the answer may lie
+    before it. Same answers as `_query_at`: (finite steps, last finite step, lo, y_lo, hi, y_hi)."""
+    from .facts import TAIL
+
+    n, last, steps, values = tail
+    if not n:
+        return None  # no finite step: the query has no row for it either
+    if t > steps[-1]:
+        return (n, last, float(steps[-1]), float(values[-1]), math.nan, math.nan)
+    if not (t > steps[0] or n <= TAIL):  # the tail holds every row when n <= TAIL
+        return _UNSURE
+    i = int(np.searchsorted(steps, t, side="left"))
+    lo = (float(steps[i - 1]), float(values[i - 1])) if i > 0 else (math.nan, math.nan)
+    return (n, last, *lo, float(steps[i]), float(values[i]))
 
 
 def _loss_of(uids: Sequence[str], counts: Sequence[int], table: Any
