@@ -542,7 +542,10 @@ class PushedRun(Run):
         return self.facts.key_facts(self.fleet_uid)
 
     def metric_keys(self) -> list[str]:
-        return sorted(self._facts())
+        keys = self.__dict__.get("_metric_keys")
+        if keys is None:  # many-run engines ask every run this many times
+            keys = self.__dict__["_metric_keys"] = tuple(sorted(self._facts()))
+        return list(keys)
 
     def last_step(self, key: str) -> float:
         got = self._facts().get(key)

@@ -41,7 +41,8 @@ def _by_partition(dataset) -> dict:
 
 
 def _segments(dataset) -> list[str]:
-    return sorted(os.listdir(packing.pack_dir(str(dataset))))
+    """The segment files (each may have its stored facts beside it: tests/fleet/test_facts.py)."""
+    return sorted(f for f in os.listdir(packing.pack_dir(str(dataset))) if f.endswith(".parquet"))
 
 
 def _index(path) -> dict:

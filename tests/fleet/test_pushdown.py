@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import pytest
@@ -73,14 +74,26 @@ def write_tricky(root) -> None:
                       final={"status": "finished"})
 
 
-@pytest.fixture
-def tricky(tmp_path):
+def drop_facts(dataset) -> None:
+    """Remove the stored facts (fleet/facts.py): every answer then comes from the queries."""
+    folder = packing.pack_dir(str(dataset))
+    gone = [f for f in os.listdir(folder) if f.endswith(".facts.arrow")]
+    assert gone, "the export stored no facts"
+    for f in gone:
+        os.remove(os.path.join(folder, f))
+
+
+@pytest.fixture(params=["stored", "queried"])
+def tricky(tmp_path, request):
+    """The tricky fleet, answered from its stored facts, or with them deleted (DuckDB queries)."""
     src = tmp_path / "runs"
     write_tricky(src)
     dataset = tmp_path / "fleet"
     s = export_fleet([f"journal:{src}"], str(dataset), workers=0, progress=False)
     assert s.failed == 0, s.failures
     assert packing.open_pack(str(dataset)) is not None
+    if request.param == "queried":
+        drop_facts(dataset)
     return src, dataset
 
 
@@ -236,7 +249,7 @@ def test_an_old_pack_version_is_ignored_not_misread(tricky, capsys, monkeypatch)
 
     _src, dataset = tricky
     (seg,) = (packing.pack_dir(str(dataset)) + "/" + n for n in
-              __import__("os").listdir(packing.pack_dir(str(dataset))))
+              os.listdir(packing.pack_dir(str(dataset))) if n.endswith(".parquet"))
     table = pq.read_table(seg).drop_columns(["run_uid"])
     meta = dict(pq.read_metadata(seg).metadata)
     meta.pop(packing.PACK_VERSION_KEY)
@@ -317,6 +330,9 @@ def test_the_spike_scan_reads_bounded_batches(tricky, monkeypatch):
     from rundiff_core.fleet import pushdown
 
     _src, dataset = tricky
+    if os.path.exists(packing.pack_dir(str(dataset))) and any(
+            f.endswith(".facts.arrow") for f in os.listdir(packing.pack_dir(str(dataset)))):
+        drop_facts(dataset)  # stored spikes would answer without a scan
     monkeypatch.setattr(pushdown, "SPIKE_BATCH", 3)
     sizes = []
     real = packing.Segment.read_joined
@@ -343,6 +359,7 @@ def test_regular_runs_are_answered_from_the_rows_near_the_step(tmp_path, capsys,
     src = tmp_path / "runs"
     write_fleet(src, arms=2, seeds=2, steps=40)
     export_fleet([f"journal:{src}"], str(tmp_path / "fleet"), workers=0, progress=False)
+    drop_facts(tmp_path / "fleet")  # the queries are under test here
     exact = []
     real = pushdown.FleetFacts._query_at
     monkeypatch.setattr(pushdown.FleetFacts, "_query_at",
@@ -355,6 +372,7 @@ def test_regular_runs_are_answered_from_the_rows_near_the_step(tmp_path, capsys,
     write_journal_run(str(src / "gap"), config={"layers": 7},
                       rows=[{"step": s, "loss": 1.0 + s, "eval/accuracy": 0.5} for s in steps])
     export_fleet([f"journal:{src}"], str(tmp_path / "fleet"), workers=0, progress=False)
+    drop_facts(tmp_path / "fleet")
     pushed, memory = both(capsys, monkeypatch, f"parquet:{tmp_path / 'fleet'}", "--metric",
                           "loss", "--metric", "eval/accuracy", "--align", "interpolate")
     assert pushed == memory and exact
