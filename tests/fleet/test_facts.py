@@ -16,10 +16,9 @@ from test_pushdown import both, drop_facts, rank_json, write_tricky
 
 from rundiff_core.engines import stats
 from rundiff_core.engines.runset import spike_rule
-from rundiff_core.fleet import export_fleet
+from rundiff_core.fleet import export_fleet, pushdown
 from rundiff_core.fleet import facts as stored_facts
 from rundiff_core.fleet import pack as packing
-from rundiff_core.fleet import pushdown
 from rundiff_core.fleet.pushdown import FleetFacts, load_pushed
 
 pytest.importorskip("duckdb")
