@@ -125,11 +125,16 @@ def redact(value: Any, key: str = "") -> Any:
 
     In a list of strings (a command line), the value after a secret-named flag is hidden too:
     `--api-key VALUE` (`--api-key=VALUE` is caught as text)."""
+    kind = type(value)
     if key and is_secret_key(key) and value not in (None, "", {}, []):
         if isinstance(value, Mapping):
             return {k: redact(v, f"{key}.{k}") for k, v in value.items()}
         return REDACTED
-    if isinstance(value, Mapping):
+    if kind in _PLAIN:  # numbers, flags, None: nothing to scrub (the key was checked above)
+        return value
+    if kind is str:
+        return redact_text(value)
+    if kind is dict or isinstance(value, Mapping):
         return {k: redact(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         out = [redact(v, key) for v in value]
@@ -145,6 +150,7 @@ def redact(value: Any, key: str = "") -> Any:
     return value
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
 _SECRET_FLAG = re.compile(r"(?i)^--?[\w.-]*(api[_-]?key|token|secret|passw(or)?d)[\w.-]*$")
 
 

@@ -345,8 +345,16 @@ class ParquetSource(BaseSource):
             if u not in self._position:
                 self._position[u] = len(self._listed)
                 self._listed.append(u)
-        return [RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
-                for u in siblings]
+        refs = self.__dict__.setdefault("_sibling_refs", {})
+        got = refs.get(group) if groups is self.__dict__.get("_refs_of") else None
+        if got is None:  # each member of an arm asks: build its refs once
+            if groups is not self.__dict__.get("_refs_of"):
+                refs.clear()
+                self.__dict__["_refs_of"] = groups
+            got = refs[group] = tuple(
+                RunRef(run_id=u, address=self._address(u), name=by_uid[u].get("name"))
+                for u in siblings)
+        return list(got)
 
 
 _COLUMNS = ["key", "step", "value", "wall_time"]
