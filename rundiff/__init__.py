@@ -11,8 +11,9 @@ the first call does.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rundiff_core.lazy import lazy_getattr
 
 _EXPORTS: dict[str, str] = {
     "runs": "rundiff.api",
@@ -63,13 +64,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rundiff' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals(), relative=False)
 
 
 def __dir__() -> list[str]:

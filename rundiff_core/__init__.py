@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .lazy import lazy_getattr
+
 # name -> submodule that defines it (never a submodule's own name: importing that submodule would
 # set the package attribute to the module, shadowing the export — hence no `redact` here)
 _EXPORTS: dict[str, str] = {
@@ -168,19 +170,19 @@ __all__ = [
 ]
 
 
+_exported = lazy_getattr(__name__, _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if name in _MODULES:
-            value = importlib.import_module(f"{__name__}.{_MODULES[name]}")
-            globals()[name] = value
-            return value
-        if name == "__version__":
-            return _version()
-        raise AttributeError(f"module 'rundiff_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+    if name in _EXPORTS:
+        return _exported(name)
+    if name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{_MODULES[name]}")
+        globals()[name] = value
+        return value
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module 'rundiff_core' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

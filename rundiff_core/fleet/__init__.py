@@ -6,16 +6,18 @@
 
 from __future__ import annotations
 
-from .dataset import read_errors, read_points, read_runs
-from .engines import ENGINES, DaskEngine, LocalEngine
-from .export import ExportSummary, export_fleet
-from .schema import (
-    ERRORS_SCHEMA,
-    POINT_FILE_SCHEMA,
-    POINT_PARTITION_SCHEMA,
-    RUNS_SCHEMA,
-    SCHEMA_VERSION,
-)
+from ..lazy import lazy_getattr
+
+# names load when first used: the pushed-down many-run commands import fleet.pushdown without
+# paying for pyarrow.dataset, pandas or the export engines
+_EXPORTS = {
+    "read_errors": "dataset", "read_points": "dataset", "read_runs": "dataset",
+    "ENGINES": "engines", "DaskEngine": "engines", "LocalEngine": "engines",
+    "ExportSummary": "export", "export_fleet": "export",
+    "ERRORS_SCHEMA": "schema", "POINT_FILE_SCHEMA": "schema", "POINT_PARTITION_SCHEMA": "schema",
+    "RUNS_SCHEMA": "schema", "SCHEMA_VERSION": "schema",
+}
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "ENGINES",

@@ -14,10 +14,9 @@ import os
 import shutil
 import socket
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -38,9 +37,13 @@ POINTS_WRITE_OPTIONS: dict[str, Any] = {
 }
 LOCK = "_rundiff_fleet.lock"
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def points_table(history: pd.DataFrame) -> pa.Table:
     """A canonical history frame as the points file's table (logged order kept)."""
+    import pandas as pd  # here: readers of a pack import this module for its write options
     keys = history["key"]
     if isinstance(keys.dtype, pd.CategoricalDtype) and (keys.cat.codes >= 0).all():
         cats = pa.array([str(c) for c in keys.cat.categories], pa.string())

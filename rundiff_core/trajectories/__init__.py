@@ -7,8 +7,7 @@ never imports inspect_ai or any tracker SDK. Names load lazily: a sniffer that n
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_getattr
 
 _EXPORTS = {
     "PairDiff": "engine", "TaskRow": "engine", "Thresholds": "engine",
@@ -21,13 +20,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 __all__ = [

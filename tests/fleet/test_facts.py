@@ -175,3 +175,18 @@ def test_the_bootstrap_quantiles_are_numpys_bit_for_bit():
         assert stats._quantiles(a, tuple(qs)) == [float(x) for x in np.quantile(a, qs)]
 
     check()
+
+
+def test_a_stored_fleet_ranks_without_importing_pandas(fleet):
+    """Start-up is part of a many-run command's cost: on stored facts, rank needs no pandas."""
+    import subprocess
+    import sys
+
+    _src, dataset = fleet
+    code = ("import io, contextlib, sys\nfrom rundiff_core.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['rank', 'parquet:{dataset}', '--metric', 'loss']) == 0\n"
+            "print(sorted(m for m in ('pandas', 'polars', 'duckdb') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(dataset.parent))
+    assert out.stdout.strip() == "[]", out.stderr

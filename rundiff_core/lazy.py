@@ -1,0 +1,27 @@
+"""Lazy package exports (PEP 562): a package names what it exports and where each name lives, and
+the module behind a name is imported when the name is first used. Keeps `import rundiff_core`,
+`import rundiff` and the fleet and trajectories slices cheap (the standard library only here)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_getattr(package: str, exports: Mapping[str, str], namespace: dict[str, Any], *,
+                 relative: bool = True) -> Callable[[str], Any]:
+    """A module `__getattr__` for `package`: `exports` maps a name to the module holding it
+    (relative to the package unless `relative=False`); a name once loaded is stored in
+    `namespace` (the package's globals), so later lookups skip this."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}" if relative else module),
+                        name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
