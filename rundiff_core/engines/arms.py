@@ -25,6 +25,7 @@ import json
 import os
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -497,7 +498,7 @@ def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
         labels.append(", ".join(parts) if parts else arm.members)
     if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
         labels = [a.members for a in arms]
-    shared = {label for label in labels if labels.count(label) > 1}
+    shared = {label for label, n in Counter(labels).items() if n > 1}
     labels = [f"{label} [{arm.primary.address}]" if label in shared else label
               for arm, label in zip(arms, labels, strict=True)]
     for arm, label in zip(arms, labels, strict=True):

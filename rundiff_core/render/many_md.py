@@ -26,11 +26,12 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
     for m in r.metrics:
         out += ["", f"## {m.metric} (goal: {m.goal}) at common step {fmt_step(m.step)}"]
         rows = []
-        for i, s in enumerate(m.order, start=1):
+        top = set(m.top_group)  # a fleet has thousands of arms: no list scans per row
+        for i, s in enumerate(m.order[:RANK_ROWS], start=1):
             ci = "—" if not math.isfinite(s.ci[0]) else f"[{fmt(s.ci[0], precision)}, {fmt(s.ci[1], precision)}]"
             if s.label == m.best:
                 vs = "best"
-            elif s.label in m.top_group:
+            elif s.label in top:
                 vs = f"indistinguishable (p_holm={fmt(m.p_adjusted[s.label], 3)})"
             elif s.label in m.p_adjusted:
                 vs = f"worse (p_holm={fmt(m.p_adjusted[s.label], 3)})"
@@ -39,9 +40,9 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
             steps = sorted({fmt_step(p.step_used) for p in s.points})
             rows.append([str(i), s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
         out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"],
-                        rows[:RANK_ROWS])
-        if len(rows) > RANK_ROWS:
-            out.append(f"… and {len(rows) - RANK_ROWS} more groups (--format json lists all)")
+                        rows)
+        if len(m.order) > RANK_ROWS:
+            out.append(f"… and {len(m.order) - RANK_ROWS} more groups (--format json lists all)")
     primary = r.metrics[0]
     out += ["", "## Summary"]
     out.append(f"- best overall ({primary.metric}): {primary.best or '—'}")
