@@ -232,8 +232,12 @@ class RedactedSource:
             return self.inner.list_runs()
 
     def load_run(self, ref: RunRef) -> Run:
-        with redacted_errors():
-            return redact_run(self.inner.load_run(ref))
+        try:
+            run = self.inner.load_run(ref)
+        except RundiffError:
+            with redacted_errors():
+                raise
+        return redact_run(run)
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
         return _redacting_loader(lambda k: self.inner.load_history(ref, k))(keys)
@@ -247,8 +251,11 @@ class RedactedSource:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:  # an adapter's own method: errors scrubbed too
-            with redacted_errors():
+            try:
                 return value(*args, **kwargs)
+            except RundiffError:
+                with redacted_errors():
+                    raise
 
         return call
 

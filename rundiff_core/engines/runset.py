@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -211,6 +212,11 @@ def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None) -> list[str
     return chosen[:4]
 
 
+@lru_cache(maxsize=4096)  # a fleet's runs share their config and meta key names
+def _names_gpus(key: str) -> bool:
+    return GPU_KEYS.search(key) is not None
+
+
 @dataclass
 class Efficiency:
     gpu_hours: float | None
@@ -231,7 +237,7 @@ def gpu_hours(run: Run) -> Efficiency:
             runtime_s, source = last_wall - first_wall, "logged wall-time span"
     gpus = None
     for k, v in {**run.flat_config, **{f"meta.{k}": v for k, v in run.meta.items()}}.items():
-        if GPU_KEYS.search(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        if _names_gpus(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
             gpus, gpu_source = v, k
             break
     if gpus is None:

@@ -538,8 +538,11 @@ class PushedRun(Run):
     fleet_uid: str = ""
 
     def _facts(self) -> dict[str, KeyFacts]:
-        assert self.facts is not None
-        return self.facts.key_facts(self.fleet_uid)
+        got = self.__dict__.get("_key_facts")
+        if got is None:  # asked many times per run: keep this run's answer
+            assert self.facts is not None
+            got = self.__dict__["_key_facts"] = self.facts.key_facts(self.fleet_uid)
+        return got
 
     def metric_keys(self) -> list[str]:
         keys = self.__dict__.get("_metric_keys")
