@@ -135,7 +135,16 @@ def redact(value: Any, key: str = "") -> Any:
     if kind is str:
         return redact_text(value)
     if kind is dict or isinstance(value, Mapping):
-        return {k: redact(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        patterns = _plugin_patterns()
+        out = {}
+        for k, v in value.items():  # leaves inline: a fleet redacts ~20 values a run
+            path = f"{key}.{k}" if key else str(k)
+            leaf = type(v)
+            if (leaf in _PLAIN or leaf is str) and not _is_secret(path, patterns):
+                out[k] = v if leaf is not str else redact_text(v)
+            else:
+                out[k] = redact(v, path)
+        return out
     if isinstance(value, list | tuple):
         out = [redact(v, key) for v in value]
         for i in range(1, len(out)):
