@@ -159,7 +159,8 @@ def _points_meta(columns: Sequence[str]) -> Any:
 
 def read_part(part: Part, wanted: Sequence[str]) -> Any:
     """One partition's points (run_uid, *wanted), each run's rows in logged order; run on a
-    worker, which opens the files itself."""
+    worker, which opens the files itself. A segment's rows are told apart by its index (the
+    row groups of each entry, in turn), as the `parquet:` adapter reads them."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -170,14 +171,12 @@ def read_part(part: Part, wanted: Sequence[str]) -> Any:
     if part[0] == "segment":
         _kind, path, entries, uids = part
         groups = [g for first, n, _p in entries for g in range(first, first + n)]
-        reader = pq.ParquetFile(path, read_dictionary=["key", "run_uid"], pre_buffer=False)
-        table = reader.read_row_groups(groups, columns=[*cols, "run_uid"], use_threads=False)
-        expected = sum(p for _f, _n, p in entries)
-        if table.num_rows != expected:
+        reader = pq.ParquetFile(path, read_dictionary=["key"], pre_buffer=False)
+        table = reader.read_row_groups(groups, columns=cols, use_threads=False)
+        counts = [p for _f, _n, p in entries]
+        if table.num_rows != sum(counts):
             raise ValueError(f"{path}: row groups hold {table.num_rows} rows, its index says "
-                             f"{expected}")
-        run = table.column("run_uid")
-        table = table.drop_columns(["run_uid"])
+                             f"{sum(counts)}")
     else:
         _kind, files, uids = part
         tables = []
@@ -187,19 +186,55 @@ def read_part(part: Part, wanted: Sequence[str]) -> Any:
                 raise ValueError(f"{path} holds {t.num_rows} rows, the runs table says {n}")
             tables.append(t)
         counts = [n for _p, n in files]
-        table = pa.concat_tables(tables) if tables else pa.table({c: [] for c in cols})
-        run = pa.DictionaryArray.from_arrays(
-            pa.array(np.repeat(np.arange(len(uids), dtype=np.int32), counts)),
-            pa.array(list(uids), pa.string()))
+        table = pa.concat_tables(tables)
     frame = table.to_pandas(self_destruct=True)
-    frame.insert(0, "run_uid", run.to_pandas())
+    frame.insert(0, "run_uid", pd.Categorical.from_codes(
+        np.repeat(np.arange(len(uids), dtype=np.int32), counts), categories=list(uids)))
     if "key" in frame and not isinstance(frame["key"].dtype, pd.CategoricalDtype):
         frame["key"] = frame["key"].astype("category")
     return frame
 
 
-def _by_run_key(frame: Any) -> list[Any]:
-    return [frame["run_uid"], frame["key"]]
+def _groups(frame: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each row, run_uid and key of each group) for the (run, key) pairs of `frame`:
+    dense codes from the categoricals' codes, in first-seen order."""
+    import pandas as pd
+
+    run = frame["run_uid"].cat
+    key = frame["key"].cat
+    pair = run.codes.to_numpy(np.int64) * max(1, len(key.categories)) + key.codes.to_numpy(
+        np.int64)
+    group, uniques = pd.factorize(pair)
+    n_keys = max(1, len(key.categories))
+    return (group, np.asarray(run.categories, dtype=object)[uniques // n_keys],
+            np.asarray(key.categories, dtype=object)[uniques % n_keys])
+
+
+def _reduce(group: np.ndarray, n: int, values: np.ndarray, how: str) -> np.ndarray:
+    """Per group min or max of `values`, NaN ignored (NaN when a group has none), as SQL's
+    min/max ignore NULL."""
+    out = np.full(n, np.nan)
+    (np.fmax if how == "max" else np.fmin).at(out, group, values)  # fmax(NaN, x) is x
+    return out
+
+
+def _last_row(group: np.ndarray, n: int, rows: np.ndarray) -> np.ndarray:
+    """Per group the highest row index of `rows` (its last logged), -1 when none."""
+    out = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(out, group[rows], rows)
+    return out
+
+
+def _first_row(group: np.ndarray, n: int, rows: np.ndarray) -> np.ndarray:
+    """Per group the lowest row index of `rows` (its first logged), -1 when none."""
+    out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, group[rows], rows)
+    out[out == np.iinfo(np.int64).max] = -1
+    return out
+
+
+def _pick(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return np.where(rows >= 0, values[np.maximum(rows, 0)], np.nan)
 
 
 def _key_facts(frame: Any) -> Any:
@@ -209,25 +244,22 @@ def _key_facts(frame: Any) -> Any:
 
     if frame.empty:
         return pd.DataFrame({c: [] for c in KEY_COLUMNS})
+    group, uids, keys = _groups(frame)
+    n = len(uids)
     step = frame["step"].to_numpy(np.float64)
     value = frame["value"].to_numpy(np.float64)
     wall = frame["wall_time"].to_numpy(np.float64)
     bad = ~np.isfinite(value)
     good_wall = np.isfinite(wall)
-    work = pd.DataFrame({"run_uid": frame["run_uid"], "key": frame["key"], "step": step,
-                         "bad": bad, "wall": np.where(good_wall, wall, np.nan),
-                         "good_wall": good_wall})
-    g = work.groupby(["run_uid", "key"], observed=True, sort=False)
-    out = g.agg(n=("step", "size"), last=("step", "max"), n_bad=("bad", "sum"),
-                n_wall=("good_wall", "sum"), wall_min=("wall", "min"), wall_max=("wall", "max"),
-                step_min=("step", "min"))
-    first = work.loc[bad, ["run_uid", "key", "step"]].drop_duplicates(
-        ["run_uid", "key"], keep="first").set_index(["run_uid", "key"])["step"]
-    out["first_bad"] = first.reindex(out.index)
-    out = out.reset_index()
-    out["run_uid"] = out["run_uid"].astype(str)
-    out["key"] = out["key"].astype(str)
-    return out[KEY_COLUMNS]
+    walls = np.where(good_wall, wall, np.nan)
+    return pd.DataFrame({
+        "run_uid": uids, "key": keys, "n": np.bincount(group, minlength=n),
+        "last": _reduce(group, n, step, "max"),
+        "n_bad": np.bincount(group, weights=bad, minlength=n).astype(np.int64),
+        "first_bad": _pick(step, _first_row(group, n, np.flatnonzero(bad))),
+        "n_wall": np.bincount(group, weights=good_wall, minlength=n).astype(np.int64),
+        "wall_min": _reduce(group, n, walls, "min"), "wall_max": _reduce(group, n, walls, "max"),
+        "step_min": _reduce(group, n, step, "min")})
 
 
 def _candidates(frame: Any, targets: Mapping[str, float]) -> Any:
@@ -241,20 +273,16 @@ def _candidates(frame: Any, targets: Mapping[str, float]) -> Any:
     if not keep.any():
         return pd.DataFrame({c: [] for c in AT_COLUMNS})
     sub = frame.loc[keep, ["run_uid", "key", "step", "value"]].reset_index(drop=True)
-    key = sub["key"].astype(str)
-    t = key.map(targets).to_numpy(np.float64)
+    group, uids, keys = _groups(sub)
+    n = len(uids)
     s = sub["step"].to_numpy(np.float64)
-    sub["below"] = np.where(s < t, s, np.nan)
-    sub["above"] = np.where(s >= t, s, np.nan)
-    g = sub.groupby(["run_uid", "key"], observed=True, sort=False)
-    out = g.agg(n=("step", "size"), last=("step", "max"), lo=("below", "max"),
-                hi=("above", "min"))
-    for bound, name in (("lo", "value_lo"), ("hi", "value_hi")):
-        at = sub.join(out[[bound]], on=["run_uid", "key"])
-        at = at.loc[at["step"].to_numpy() == at[bound].to_numpy(), ["run_uid", "key", "value"]]
-        last = at.drop_duplicates(["run_uid", "key"], keep="last").set_index(["run_uid", "key"])
-        out[name] = last["value"].reindex(out.index)
-    out = out.reset_index()
-    out["run_uid"] = out["run_uid"].astype(str)
-    out["key"] = out["key"].astype(str)
-    return out[AT_COLUMNS]
+    value = sub["value"].to_numpy(np.float64)
+    t = np.array([targets[k] for k in keys], dtype=np.float64)[group]
+    lo = _reduce(group, n, np.where(s < t, s, np.nan), "max")
+    hi = _reduce(group, n, np.where(s >= t, s, np.nan), "min")
+    at_lo = _last_row(group, n, np.flatnonzero(s == lo[group]))
+    at_hi = _last_row(group, n, np.flatnonzero(s == hi[group]))
+    return pd.DataFrame({
+        "run_uid": uids, "key": keys, "n": np.bincount(group, minlength=n),
+        "last": _reduce(group, n, s, "max"), "lo": lo, "value_lo": _pick(value, at_lo),
+        "hi": hi, "value_hi": _pick(value, at_hi)})

@@ -17,9 +17,8 @@ from test_pushdown import write_tricky
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
-from rundiff_core.fleet import export_fleet
+from rundiff_core.fleet import export_fleet, pushdown, pushdown_dask
 from rundiff_core.fleet import pack as packing
-from rundiff_core.fleet import pushdown, pushdown_dask
 
 pytest.importorskip("duckdb")
 pytest.importorskip("dask.dataframe")
