@@ -181,13 +181,17 @@ class DaskEngine:
                 ) from None
             return client, [client]
         n = self.workers or default_workers()
+        # no dashboard; the scheduler's bare HTTP endpoint on a free loopback port, not 8787
+        # (taken by any other cluster on the machine, which prints a warning)
+        quiet = {"dashboard_address": None,
+                 "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
         if self.processes:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
+                                   host="127.0.0.1", **quiet)
         else:  # one worker of n threads in this process, over loopback TCP (inproc:// would
             # look up this host's outward address)
             cluster = LocalCluster(n_workers=1, threads_per_worker=n, processes=False,
-                                   protocol="tcp://", host="127.0.0.1", dashboard_address=None)
+                                   protocol="tcp://", host="127.0.0.1", **quiet)
         client = Client(cluster, set_as_default=False)
         return client, [client, cluster]
 

@@ -15,7 +15,8 @@ keeps its last logged value (logged order = the row position in the Parquet file
 go to the earlier step, a step past a run's end is "not reached". Which rows belong to a run is
 the adapter's rule: its current pack entry, else its own partition file (a stale entry is never
 read). Datasets without a pack, and every other source, use the in-memory path. With
-`--engine dask`, fleet/pushdown_dask.py answers the same `_query_*` questions over the same files.
+`--engine dask`, fleet/pushdown_dask.py answers the same `_query_*` questions and spike scan over
+the same files.
 
 Turn it off with `--no-pushdown` or RUNDIFF_PUSHDOWN=0 (docs/fleet.md).
 """
@@ -368,6 +369,9 @@ class FleetFacts:
 
         def work() -> None:
             try:
+                if self.engine is not None:
+                    fut.set_result(self.engine.query_spikes(self, rule))
+                    return
                 out: dict[str, dict[str, list[Any]]] = {}
                 for uid, key, steps, values in self.loss_series():
                     out.setdefault(uid, {})[key] = rule(steps, values)

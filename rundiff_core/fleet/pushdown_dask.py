@@ -11,8 +11,9 @@ last step, a duplicated step keeps its last logged value, the first bad step is 
 non-finite value's. The window scan DuckDB does first (`_query_near`) saves it reading columns; a
 partition here reads its columns whole anyway, so `query_near` is the exact `query_at`.
 
-The loss-series spike scan still streams on the client's thread (fleet/pushdown.py); with
-`--scheduler`, the workers must read the dataset at the same path as the client.
+The loss-series spike scan runs there too: each task reads a partition's loss-like series with
+fleet/pushdown.py's own `_loss_of` and applies the same spike rule. With `--scheduler`, the
+workers must read the dataset at the same path as the client (and have rundiff installed).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from ..errors import InputError, MissingDependencyError, UsageError
 
 PART_ROWS = 2_000_000  # rows per Dask partition (whole runs: a partition may hold more)
+SPIKE_PART_ROWS = 500_000  # smaller for the spike scan: its per-run Python work balances better
 # a partition's parts: ("segment", path, ((first row group, row groups, n_points), ...), uids)
 # or ("files", ((path, n_points), ...), uids)
 Part = tuple[Any, ...]
@@ -90,6 +92,22 @@ class DaskQueries:
         return out
 
     query_near = query_at  # see the module docstring
+
+    def query_spikes(self, facts: Any, rule: Any) -> dict[str, dict[str, list[Any]]]:
+        """`FleetFacts.spikes`' scan: `rule` over every loss-like series, on the workers (a
+        partition of runs a task; `rule` travels by reference, so it must be importable)."""
+        if self.client is None:
+            raise RuntimeError("use DaskQueries as a context manager (with DaskQueries(): ...)")
+        parts = partitions(facts, SPIKE_PART_ROWS)
+        out: dict[str, dict[str, list[Any]]] = {}
+        futures = self.client.map(spikes_of, parts, rule=rule, pure=False)
+        try:
+            for got in self.client.gather(futures):
+                out.update(got)
+        except ValueError as exc:
+            raise InputError(f"a fleet file could not be read as indexed ({exc})",
+                             hint="re-run `rundiff export` on this dataset") from None
+        return out
 
     def _compute(self, facts: Any, columns: list[str], per_part: Any, result_columns: list[str],
                  *extra: Any) -> Any:
@@ -157,42 +175,59 @@ def _points_meta(columns: Sequence[str]) -> Any:
     return pd.DataFrame(meta)
 
 
-def read_part(part: Part, wanted: Sequence[str]) -> Any:
-    """One partition's points (run_uid, *wanted), each run's rows in logged order; run on a
-    worker, which opens the files itself. A segment's rows are told apart by its index (the
-    row groups of each entry, in turn), as the `parquet:` adapter reads them."""
-    import pandas as pd
+def _read(part: Part, cols: Sequence[str]) -> tuple[Any, tuple[str, ...], list[int]]:
+    """(table of `cols`, uids, rows of each) of one partition, each run's rows in turn in logged
+    order. A segment's rows are told apart by its index (the row groups of each entry), as the
+    `parquet:` adapter reads them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from . import layout
 
-    cols = [c for c in wanted if c != "run_uid"]
     if part[0] == "segment":
         _kind, path, entries, uids = part
         groups = [g for first, n, _p in entries for g in range(first, first + n)]
         reader = pq.ParquetFile(path, read_dictionary=["key"], pre_buffer=False)
-        table = reader.read_row_groups(groups, columns=cols, use_threads=False)
+        table = reader.read_row_groups(groups, columns=list(cols), use_threads=False)
         counts = [p for _f, _n, p in entries]
         if table.num_rows != sum(counts):
             raise ValueError(f"{path}: row groups hold {table.num_rows} rows, its index says "
                              f"{sum(counts)}")
-    else:
-        _kind, files, uids = part
-        tables = []
-        for path, n in files:
-            t = layout.read_table(path, read_dictionary=["key"]).select(cols)
-            if t.num_rows != n:
-                raise ValueError(f"{path} holds {t.num_rows} rows, the runs table says {n}")
-            tables.append(t)
-        counts = [n for _p, n in files]
-        table = pa.concat_tables(tables)
+        return table, uids, counts
+    _kind, files, uids = part
+    tables = []
+    for path, n in files:
+        t = layout.read_table(path, read_dictionary=["key"]).select(list(cols))
+        if t.num_rows != n:
+            raise ValueError(f"{path} holds {t.num_rows} rows, the runs table says {n}")
+        tables.append(t)
+    return pa.concat_tables(tables), uids, [n for _p, n in files]
+
+
+def read_part(part: Part, wanted: Sequence[str]) -> Any:
+    """One partition's points as a pandas frame (run_uid, *wanted); run on a worker, which opens
+    the files itself."""
+    import pandas as pd
+
+    table, uids, counts = _read(part, [c for c in wanted if c != "run_uid"])
     frame = table.to_pandas(self_destruct=True)
     frame.insert(0, "run_uid", pd.Categorical.from_codes(
         np.repeat(np.arange(len(uids), dtype=np.int32), counts), categories=list(uids)))
     if "key" in frame and not isinstance(frame["key"].dtype, pd.CategoricalDtype):
         frame["key"] = frame["key"].astype("category")
     return frame
+
+
+def spikes_of(part: Part, rule: Any) -> dict[str, dict[str, list[Any]]]:
+    """{uid: {loss-like key: rule(steps, values)}} of one partition's runs: the series
+    `FleetFacts.loss_series` streams (its own `_loss_of`), on a worker."""
+    from .pushdown import _loss_of
+
+    table, uids, counts = _read(part, ["key", "step", "value"])
+    out: dict[str, dict[str, list[Any]]] = {}
+    for uid, key, steps, values in _loss_of(uids, counts, table):
+        out.setdefault(uid, {})[key] = rule(steps, values)
+    return out
 
 
 def _groups(frame: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

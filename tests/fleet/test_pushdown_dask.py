@@ -103,6 +103,7 @@ def spied(monkeypatch):
 
     monkeypatch.setattr(pushdown_dask, "partitions", spy)
     monkeypatch.setattr(pushdown_dask, "PART_ROWS", 150)  # several partitions of whole runs
+    monkeypatch.setattr(pushdown_dask, "SPIKE_PART_ROWS", 150)
     return kinds
 
 
@@ -112,6 +113,8 @@ def _three(capsys, monkeypatch, spied, command, *argv) -> tuple[dict, dict, dict
     with monkeypatch.context() as m:
         m.setattr(pushdown.FleetFacts, "_connect",
                   lambda self: pytest.fail("--engine dask asked DuckDB"))
+        m.setattr(pushdown.FleetFacts, "loss_series",
+                  lambda self: pytest.fail("--engine dask scanned spikes on the client"))
         dask = _json(capsys, command, *argv, "--engine", "dask", "--workers", "2")
     memory = _json(capsys, command, *argv, "--no-pushdown")
     assert {"segment", "files"} <= set(spied)  # pack row groups and partition-only runs
@@ -188,6 +191,17 @@ def test_the_queries_answer_exactly_what_duckdb_answers(mixed, part_rows, monkey
         assert _same({k: sorted(v.items()) for k, v in got.items()},
                      {k: sorted(v.items()) for k, v in want.items()})
     assert _same(near, dask_at[0])
+    # the spike scan, on the workers, against the client's stream through the same rule
+    from rundiff_core.engines.runset import spike_rule
+
+    local = {}
+    for uid, key, steps, values in facts.loss_series():
+        local.setdefault(uid, {})[key] = spike_rule(steps, values)
+    with pushdown_dask.DaskQueries(workers=2) as queries:
+        remote = queries.query_spikes(facts, spike_rule)
+    assert _same(sorted((u, sorted(v.items())) for u, v in remote.items()),
+                 sorted((u, sorted(v.items())) for u, v in local.items()))
+    assert any(s for v in remote.values() for s in v.values())
     # the shapes are really there: NaN/inf values, a NaN step, runs that end before the target
     assert any(f[2] for fs in dask_keys.values() for f in fs.values())
     assert any(math.isnan(f[7]) or math.isinf(f[1]) for fs in dask_keys.values()
