@@ -268,3 +268,17 @@ def test_every_command_documents_the_engine():
         text = " ".join(sub.choices[name].format_help().split())
         assert "--engine {duckdb,dask}" in text and "--scheduler ADDR" in text
         assert "--workers N" in text
+
+
+def test_a_dask_rank_writes_nothing(mixed, tmp_path, capsys, monkeypatch):
+    """Neither the dataset, the runs it came from, nor the working directory is written."""
+    from rundiff_core.testing import hash_tree
+
+    _sources, dataset = mixed
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = (hash_tree(str(dataset)), hash_tree(str(dataset.parent / "tricky")))
+    _json(capsys, "rank", f"parquet:{dataset}", "--metric", "loss", "--engine", "dask")
+    assert (hash_tree(str(dataset)), hash_tree(str(dataset.parent / "tricky"))) == before
+    assert list(cwd.iterdir()) == []
