@@ -1,5 +1,6 @@
-"""Fleet queries on Dask: `FleetFacts`'s per-key and values-at-step questions (fleet/pushdown.py)
-answered by dask.dataframe instead of DuckDB, for fleets too large for one machine's cores.
+"""Fleet queries on Dask: `FleetFacts`'s per-key and values-at-step questions and its spike scan
+(fleet/pushdown.py) answered by dask.dataframe instead of DuckDB, for fleets too large for one
+machine's cores.
 
 The inputs are exactly DuckDB's: `FleetFacts._sources()` says which pack segment row groups and
 which partition files hold each selected run (a stale entry is never read). Each Dask partition
@@ -57,8 +58,8 @@ class DaskQueries:
             raise MissingDependencyError(
                 "--engine dask needs the 'dask[dataframe,distributed]' packages",
                 hint="pip install 'rundiff[fleet]'") from exc
-        # threads in this process: the work is pyarrow reads and pandas group-bys (both release
-        # the GIL), and worker processes would cost seconds of start-up and a copy of every answer
+        # threads in this process: the work is pyarrow reads and numpy reductions over whole
+        # columns, and worker processes would cost seconds of start-up and a copy of every answer
         self._engine = DaskEngine(self.scheduler, self.workers, processes=False)
         self.client = self._engine.__enter__().client
         return self
@@ -104,9 +105,8 @@ class DaskQueries:
         try:
             for got in self.client.gather(futures):
                 out.update(got)
-        except ValueError as exc:
-            raise InputError(f"a fleet file could not be read as indexed ({exc})",
-                             hint="re-run `rundiff export` on this dataset") from None
+        except (ValueError, OSError) as exc:
+            raise _unreadable(exc) from None
         return out
 
     def _compute(self, facts: Any, columns: list[str], per_part: Any, result_columns: list[str],
@@ -126,9 +126,14 @@ class DaskQueries:
         answers = points.map_partitions(per_part, *extra, meta=empty, enforce_metadata=False)
         try:
             return self.client.compute(answers).result()
-        except ValueError as exc:  # a file disagrees with its index, or a torn read
-            raise InputError(f"a fleet file could not be read as indexed ({exc})",
-                             hint="re-run `rundiff export` on this dataset") from None
+        except (ValueError, OSError) as exc:
+            raise _unreadable(exc) from None
+
+
+def _unreadable(exc: BaseException) -> InputError:
+    """A file that disagrees with its index, went missing or was torn since it was listed."""
+    return InputError(f"a fleet file could not be read as indexed ({type(exc).__name__}: {exc})",
+                      hint="re-run `rundiff export` on this dataset")
 
 
 def partitions(facts: Any, part_rows: int | None = None) -> list[Part]:

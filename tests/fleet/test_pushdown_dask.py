@@ -282,3 +282,18 @@ def test_a_dask_rank_writes_nothing(mixed, tmp_path, capsys, monkeypatch):
     _json(capsys, "rank", f"parquet:{dataset}", "--metric", "loss", "--engine", "dask")
     assert (hash_tree(str(dataset)), hash_tree(str(dataset.parent / "tricky"))) == before
     assert list(cwd.iterdir()) == []
+
+
+def test_an_unreadable_partition_is_a_one_line_error(mixed, tmp_path, capsys):
+    """The workers' read error comes back as the CLI's one-line error with a hint, exit 2."""
+    _sources, dataset = mixed
+    copy = tmp_path / "fleet"
+    shutil.copytree(dataset, copy)
+    parts = sorted((copy / "points").rglob("*.parquet"))
+    for path in parts:  # the runs the pack does not hold (exactly) read these
+        path.write_bytes(path.read_bytes()[:40])
+    capsys.readouterr()
+    assert main(["rank", f"parquet:{copy}", "--metric", "loss", "--engine", "dask"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rundiff: error: ") and "is not a readable Parquet file" in err
+    assert "hint: re-run `rundiff export`" in err and "Traceback" not in err
