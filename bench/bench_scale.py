@@ -1,7 +1,8 @@
 """`rundiff rank` and `rundiff report` over growing fleets: 100, 1,000, 10,000 (and 100,000) runs of
 2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`; the
 queries pushed down to DuckDB, fleet/pushdown.py) and, up to 10,000 runs, through `parquet:` with
-`--no-pushdown` (every history loaded, "parquet-mem") and `journal:` (the run folders themselves).
+`--no-pushdown` (every history loaded, "parquet-mem") and `journal:` (the run folders themselves);
+"parquet-dask" runs the pushed-down queries with `--engine dask`.
 
 Above 10,000 runs the dataset is exported from runs generated in memory (bench/synthetic_fleet.py,
 the same shape) instead of journal folders. `rundiff export` stores each pack segment's facts
@@ -12,7 +13,7 @@ sizes (time ∝ runs^k). Inputs are generated once and cached under bench/out/sc
 Targets (issue "Scale"): 10,000 runs ranked through parquet: in under 10 s; 100,000 in under 60 s
 with peak memory under 4 GiB.
 Usage: python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
-       [--backends parquet,parquet-mem,journal]
+       [--backends parquet,parquet-mem,journal,parquet-dask]
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="sizes 100,1000 with 1,000 steps")
     ap.add_argument("--backends", default="parquet,parquet-mem,journal",
-                    help="which of parquet (pushed down), parquet-mem, journal to run")
+                    help="which of parquet (pushed down), parquet-mem, journal, parquet-dask "
+                         "(pushed down, --engine dask) to run")
     args = ap.parse_args()
     sizes = [100, 1000] if args.quick else [int(x) for x in args.sizes.split(",")]
     steps = 1000 if args.quick else args.steps
@@ -125,6 +127,8 @@ def main() -> int:
         if n <= JOURNAL_MAX:
             backends.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
             backends.append(("journal", f"journal:{journals}", []))
+        # the same queries on Dask (a LocalCluster of min(4, cores) threads started per command)
+        backends.append(("parquet-dask", f"parquet:{dataset}", ["--engine", "dask"]))
         for backend, address, extra in backends:
             if backend not in args.backends.split(","):
                 continue
@@ -148,7 +152,7 @@ def main() -> int:
         print(f"| {command} | {backend} | {n:,} | {wall:.2f} | {cpu:.2f} | {rss:.2f} | {verdict} |")
     print("\ngrowth (time ∝ runs^k between the two largest sizes of each row):")
     for command in ("rank", "report"):
-        for backend in ("parquet", "parquet-mem", "journal"):
+        for backend in ("parquet", "parquet-mem", "journal", "parquet-dask"):
             pts = sorted((n, rows[(c, b, n)][0]) for (c, b, n) in rows if c == command and b == backend)
             if len(pts) >= 2:
                 (n1, t1), (n2, t2) = pts[-2], pts[-1]

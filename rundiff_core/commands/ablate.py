@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ._pushdown import add_switch, pushed_runs
+from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -35,10 +35,11 @@ def run(args: argparse.Namespace) -> int:
 
     grouping = grouping_from(args)
     arm = load_arm(args.baseline, grouping=grouping)
-    runs = pushed_runs(args, args.sources)
-    if runs is None:
-        runs = load_sources(args.sources, arms=grouping)
-    result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal, grouping=grouping)
+    with pushed(args, args.sources) as runs:
+        if runs is None:
+            runs = load_sources(args.sources, arms=grouping)
+        result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal,
+                            grouping=grouping)
     if emit("ablate", args.format, result.to_dict):
         pass
     elif args.format == "json":

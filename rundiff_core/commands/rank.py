@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ._pushdown import add_switch, pushed_runs
+from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -35,10 +35,11 @@ def run(args: argparse.Namespace) -> int:
 
     grouping = grouping_from(args)
     sources = args.sources or default_addresses()
-    runs = pushed_runs(args, sources)
-    if runs is None:
-        runs = load_sources(sources, arms=grouping)
-    result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping, align=args.align)
+    with pushed(args, sources) as runs:
+        if runs is None:
+            runs = load_sources(sources, arms=grouping)
+        result = run_rank(runs, metrics=args.metric, goal=args.goal, grouping=grouping,
+                          align=args.align)
     if emit("rank", args.format, result.to_dict):
         return 0
     if args.format == "json":

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ._pushdown import add_switch, pushed_runs
+from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -33,17 +33,21 @@ def run(args: argparse.Namespace) -> int:
 
     grouping = grouping_from(args)
     sources = args.sources or default_addresses()
-    runs = pushed_runs(args, sources)
-    if runs is None:
-        runs = load_sources(sources, arms=grouping)
-    rep = build_report(runs, metrics=args.metric, grouping=grouping)
-    if not args.output and emit("report", args.format, rep.to_dict):
-        return 0
-    if args.output and args.output.endswith(".html"):
-        from ..engines.report import report_curves
+    with pushed(args, sources) as runs:
+        if runs is None:
+            runs = load_sources(sources, arms=grouping)
+        rep = build_report(runs, metrics=args.metric, grouping=grouping)
+        if not args.output and emit("report", args.format, rep.to_dict):
+            return 0
+        curves = None
+        if args.output and args.output.endswith(".html"):
+            from ..engines.report import report_curves
+
+            curves = report_curves(rep, runs, grouping)
+    if curves is not None:
         from ..render.report_html import render_report_html
 
-        text = render_report_html(rep, report_curves(rep, runs, grouping))
+        text = render_report_html(rep, curves)
     elif args.format == "json":
         text = dumps(rep.to_dict()) + "\n"
     else:

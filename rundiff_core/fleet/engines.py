@@ -136,13 +136,15 @@ class DaskEngine:
     name = "dask"
 
     def __init__(self, scheduler: Any = None, workers: int | None = None,
-                 write_in: str = "client", connect_timeout: str = "15s") -> None:
+                 write_in: str = "client", connect_timeout: str = "15s",
+                 processes: bool = True) -> None:
         if write_in not in ("client", "workers"):
             raise UsageError(f"--write-in must be client or workers, not {write_in!r}")
         self.scheduler = scheduler
         self.workers = workers
         self.write_in = write_in
         self.connect_timeout = connect_timeout
+        self.processes = processes  # a LocalCluster of processes, or of threads in this one
         self.used_workers = 0
         self.client: Any = None
         self._owned: list[Any] = []
@@ -178,8 +180,18 @@ class DaskEngine:
                     hint="check --scheduler (e.g. tcp://HOST:8786) and that the scheduler runs",
                 ) from None
             return client, [client]
-        cluster = LocalCluster(n_workers=self.workers or default_workers(), threads_per_worker=1,
-                               processes=True, host="127.0.0.1", dashboard_address=None)
+        n = self.workers or default_workers()
+        # no dashboard; the scheduler's bare HTTP endpoint on a free loopback port, not 8787
+        # (taken by any other cluster on the machine, which prints a warning)
+        quiet = {"dashboard_address": None,
+                 "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
+        if self.processes:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", **quiet)
+        else:  # one worker of n threads in this process, over loopback TCP (inproc:// would
+            # look up this host's outward address)
+            cluster = LocalCluster(n_workers=1, threads_per_worker=n, processes=False,
+                                   protocol="tcp://", host="127.0.0.1", **quiet)
         client = Client(cluster, set_as_default=False)
         return client, [client, cluster]
 

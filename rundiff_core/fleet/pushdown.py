@@ -14,7 +14,9 @@ Semantics are `engines/align.py`'s exactly: non-finite steps are dropped, a dupl
 keeps its last logged value (logged order = the row position in the Parquet file), nearest ties
 go to the earlier step, a step past a run's end is "not reached". Which rows belong to a run is
 the adapter's rule: its current pack entry, else its own partition file (a stale entry is never
-read). Datasets without a pack, and every other source, use the in-memory path.
+read). Datasets without a pack, and every other source, use the in-memory path. With
+`--engine dask`, fleet/pushdown_dask.py answers the same `_query_*` questions and spike scan over
+the same files.
 
 Turn it off with `--no-pushdown` or RUNDIFF_PUSHDOWN=0 (docs/fleet.md).
 """
@@ -68,6 +70,7 @@ class FleetFacts:
     rows: Mapping[str, Mapping[str, Any]]
     uids: list[str]
     prefetch: Callable[[np.ndarray, np.ndarray], list[Any]] | None = None  # spike rule to start
+    engine: Any = None  # None: DuckDB; a pushdown_dask.DaskQueries answers the _query_* instead
     segment: Any = None  # a pack Segment: its runs, nothing else (fleet/facts.py computes them)
     use_stored: bool = True  # answer from fleet/facts.py's stored facts where they hold
     _pack: Any = None
@@ -185,12 +188,15 @@ class FleetFacts:
                 if u not in covered and self.rows[u].get("n_points")]
         if not rest:
             return None
-        return FleetFacts(self.root, self.rows, rest, use_stored=False, _pack=self._pack)
+        return FleetFacts(self.root, self.rows, rest, engine=self.engine, use_stored=False,
+                          _pack=self._pack)
 
     def _query_keys(self) -> dict[str, dict[str, KeyFacts]]:
         """Plain aggregates first (a third cheaper than filtered ones); where they show a
         non-finite step, value or wall time, a filtered query over just those rows says exactly
         how many and where (DuckDB's max() is NaN when a NaN is present, ±inf pass through)."""
+        if self.engine is not None:
+            return self.engine.query_keys(self)
         con = self._connect()
         plain = con.execute("""
             SELECT run_uid, key, count(*), max(step), count(value), min(value), max(value),
@@ -275,6 +281,8 @@ class FleetFacts:
         cannot prove — no candidate below the target in it while the run has steps before it, no
         candidate at or above while it has steps after it, or ±inf steps — is answered by
         `_query_at` instead, so every answer is exact."""
+        if self.engine is not None:
+            return self.engine.query_near(self, targets)
         import pyarrow as pa
 
         keys = self._keys
@@ -333,6 +341,8 @@ class FleetFacts:
         """Two scans: the candidate steps of every (run, key) from the step column alone, then
         the last-logged value at those steps from the few rows between the lowest and highest
         candidate (a constant range DuckDB filters while reading)."""
+        if self.engine is not None:
+            return self.engine.query_at(self, targets)
         import pyarrow as pa
 
         con = self._connect()
@@ -399,11 +409,13 @@ class FleetFacts:
         def work() -> None:
             try:
                 out, rest = self._stored_spikes(rule)
-                if rest is not None:
+                if rest is not None and rest.engine is not None:
+                    out.update(rest.engine.query_spikes(rest, rule))
+                elif rest is not None:
                     for uid, key, steps, values in rest.loss_series():
                         out.setdefault(uid, {})[key] = rule(steps, values)
-                    if rest is not self:
-                        rest.close()
+                if rest is not None and rest is not self:
+                    rest.close()
                 fut.set_result(out)
             except BaseException as exc:  # raised where the result is asked for
                 fut.set_exception(exc)
@@ -611,10 +623,11 @@ def pushed(run: Run, facts: FleetFacts, uid: str) -> PushedRun:
 
 
 def load_pushed(sources: Sequence[str], spike_rule: Callable[[np.ndarray, np.ndarray], list[Any]]
-                | None = None) -> list[Run] | None:
+                | None = None, engine: Any = None) -> list[Run] | None:
     """The runs of `sources` as PushedRuns, or None when any source cannot push down (not a fleet
     dataset, no pack, no duckdb): the caller then loads every history in memory. With
-    `spike_rule`, its scan starts when the first fact is asked (see `FleetFacts.spikes`)."""
+    `spike_rule`, its scan starts when the first fact is asked (see `FleetFacts.spikes`); with
+    `engine` (a fleet/pushdown_dask.py DaskQueries), Dask answers the queries instead of DuckDB."""
     from ..engines.arms import attach
     from ..resolve import open_source
 
@@ -629,7 +642,8 @@ def load_pushed(sources: Sequence[str], spike_rule: Callable[[np.ndarray, np.nda
     runs: list[Run] = []
     for src, (root, rows) in handles:
         refs = src.list_runs()
-        facts = FleetFacts(root, rows, [r.run_id for r in refs], prefetch=spike_rule)
+        facts = FleetFacts(root, rows, [r.run_id for r in refs], prefetch=spike_rule,
+                           engine=engine)
         for ref in refs:  # with where its seeds are (engines.arms.attach), as load_sources does
             runs.append(attach(src, ref, pushed(src.load_run(ref), facts, ref.run_id)))
     return runs
