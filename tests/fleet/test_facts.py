@@ -190,3 +190,26 @@ def test_a_stored_fleet_ranks_without_importing_pandas(fleet):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=str(dataset.parent))
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_stored_facts_answer_on_the_dask_engine_too(fleet, capsys, monkeypatch):
+    """Stored facts are engine-independent: with `--engine dask` they answer first, and a run
+    they do not cover (a stale entry) is asked of Dask; the answers equal the in-memory path."""
+    pytest.importorskip("dask.distributed")
+    from rundiff_core.fleet import pushdown_dask
+
+    src, dataset = fleet
+    rows = (src / "a" / "seed-1" / "metrics.jsonl").read_text().replace('"loss": 2.1', '"loss": 2.2')
+    (src / "a" / "seed-1" / "metrics.jsonl").write_text(rows)
+    old = str(dataset) + "-old-pack"
+    shutil.copytree(packing.pack_dir(str(dataset)), old)
+    export_fleet([f"journal:{src}"], str(dataset), workers=0, progress=False)
+    shutil.rmtree(packing.pack_dir(str(dataset)))
+    shutil.copytree(old, packing.pack_dir(str(dataset)))  # one run's entry and facts are stale
+    asked = []
+    real = pushdown_dask.DaskQueries.query_keys
+    monkeypatch.setattr(pushdown_dask.DaskQueries, "query_keys",
+                        lambda self, facts: asked.append(list(facts.uids)) or real(self, facts))
+    memory = rank_json(capsys, f"parquet:{dataset}", "--metric", "loss", "--no-pushdown")
+    assert rank_json(capsys, f"parquet:{dataset}", "--metric", "loss", "--engine", "dask") == memory
+    assert len(asked) == 1 and len(asked[0]) == 1  # only the stale run

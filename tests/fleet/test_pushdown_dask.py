@@ -80,7 +80,8 @@ def mixed(tmp_path_factory):
     again = export_fleet(sources, str(dataset), workers=0, progress=False)
     assert (again.updated, again.new, again.failed) == (1, 1, 0)
     shutil.rmtree(packing.pack_dir(str(dataset)))
-    shutil.copytree(old_pack, packing.pack_dir(str(dataset)))
+    shutil.copytree(old_pack, packing.pack_dir(str(dataset)),
+                    ignore=shutil.ignore_patterns("*.facts.arrow"))  # the queries are under test
     return sources, dataset
 
 
