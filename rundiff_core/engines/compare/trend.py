@@ -64,7 +64,7 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
     base.gap_last, base.slope = float(gap[-1]), slope
     span = f"over the student's last {len(x_ok)} points ({xname}s {x_ok[0]:g}–{x_ok[-1]:g})"
     b_end = max((series[(r.address, metric)].last_x for r in b_arm.seeds
-                 if (r.address, metric) in series and len(series[(r.address, metric)].x)),
+                 if (r.address, metric) in series and series[(r.address, metric)].size),
                 default=math.nan)
     if student_flat and flat:
         shown = ", ".join(f"{a:g}: {v:.4g}" for a, v in last5)
