@@ -87,13 +87,24 @@ def _check(args: argparse.Namespace, stale: float) -> WatchResult:
 def _pushed_facts(runs: list[Run], seen: dict[str, Any]
                   ) -> tuple[dict[str, WatchFacts], dict[tuple[str, str], list[Any]]]:
     """({address: WatchFacts}, {(address, key): spikes}) of pushed-down runs: one query for what
-    is new, and the spike rule over only the runs that logged new loss points."""
+    is new, and the spike rule over only the runs that logged new loss points — for runs seen
+    for the first time (all their points are new) on a thread beside the query."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..engines.stats import robust_spikes
     from ..fleet.pushdown_tail import loss_spikes, watch_facts
 
-    facts = watch_facts(runs, {r.address: seen.get(r.address, {}).get("last_step") for r in runs})
-    wanted = {a: [k for k in f.news if "loss" in k.lower()] for a, f in facts.items()}
-    return facts, loss_spikes(runs, wanted, robust_spikes)
+    prev = {r.address: seen.get(r.address, {}).get("last_step") for r in runs}
+    fresh = {a: None for a, p in prev.items() if p is None}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        early = pool.submit(loss_spikes, runs, fresh, robust_spikes) if fresh else None
+        facts = watch_facts(runs, prev)
+        wanted = {a: [k for k in f.news if "loss" in k.lower()] for a, f in facts.items()
+                  if a not in fresh}
+        spikes = loss_spikes(runs, wanted, robust_spikes)
+        if early is not None:
+            spikes.update(early.result())
+    return facts, spikes
 
 
 def _print(result: WatchResult, fmt: str) -> None:

@@ -16,7 +16,7 @@ Semantics are the in-memory engines' exactly (tests/fleet/test_pushdown.py compa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -267,15 +267,16 @@ def _query_watch(facts: FleetFacts, prev: Mapping[str, float | None]
     return out
 
 
-def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Iterable[str]],
+def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Collection[str] | None],
                 rule: Callable[[np.ndarray, np.ndarray], list[Any]]
                 ) -> dict[tuple[str, str], list[Any]]:
-    """{(address, key): rule(steps, values)} for the loss-like keys `wanted[address]` names,
-    streaming only those runs' loss series (FleetFacts.loss_series, batched)."""
+    """{(address, key): rule(steps, values)} for the loss-like keys `wanted[address]` names
+    (None: all of them), streaming only those runs' loss series (FleetFacts.loss_series)."""
     out: dict[tuple[str, str], list[Any]] = {}
     groups: dict[int, tuple[FleetFacts, dict[str, PushedRun]]] = {}
     for run in runs:
-        if wanted.get(run.address):
+        keys = wanted.get(run.address, ())
+        if keys is None or len(keys):
             assert run.facts is not None
             groups.setdefault(id(run.facts), (run.facts, {}))[1][run.fleet_uid] = run
     for facts, members in groups.values():
@@ -283,7 +284,8 @@ def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Iterable[str]],
         sub._pack = facts._pack
         for uid, key, steps, values in sub.loss_series():
             address = members[uid].address
-            if key in set(wanted[address]):
+            keys = wanted[address]
+            if keys is None or key in keys:
                 out[(address, key)] = rule(steps, values)
     return out
 
