@@ -150,23 +150,27 @@ class WatchFacts:
 
 
 def watch_facts(run: Run, prev_step: float | None) -> WatchFacts:
-    """`WatchFacts` from the run's history (loaded in full)."""
-    h = run.history()
-    last = float(h["step"].max()) if len(h) else None
-    new = h if prev_step is None else h[h["step"] > prev_step]
-    wt = h["wall_time"].to_numpy() if len(h) else np.array([])
-    wt = wt[np.isfinite(wt)]
-    news: dict[str, KeyNews] = {}
-    new_keys = new["key"].astype(str)
-    for key in sorted(set(new_keys)):
-        knew = new[new_keys == key]
-        v_new = knew["value"].to_numpy()
-        bad = ~np.isfinite(v_new)
-        news[key] = KeyNews(int(len(v_new)), float(v_new[-1]), int(bad.sum()),
-                            float(knew["step"].to_numpy()[bad][0]) if bad.any() else None)
+    """`WatchFacts` from the run's history (loaded in full), one key's arrays at a time. A point
+    is new when its step is past `prev_step` (a NaN step never is; every point without one)."""
     keys = run.metric_keys()
+    news: dict[str, KeyNews] = {}
+    lasts = []
+    for key in keys:
+        steps, values, _w = run.series(key)
+        lasts.append(run.last_step(key))
+        if prev_step is not None:
+            new = steps > prev_step
+            steps, values = steps[new], values[new]
+        if not len(values):
+            continue
+        bad = ~np.isfinite(values)
+        news[key] = KeyNews(len(values), float(values[-1]), int(bad.sum()),
+                            float(steps[bad][0]) if bad.any() else None)
+    n_wall, _first, newest = run.wall_span()
+    logged = [x for x in lasts if not math.isnan(x)]
     losses = [k for k in keys if "loss" in k.lower()]
-    return WatchFacts(keys, last, float(wt.max()) if len(wt) else None, int(len(new)), news,
+    return WatchFacts(keys, (max(logged) if logged else math.nan) if keys else None,
+                      newest if n_wall else None, sum(n.points for n in news.values()), news,
                       {k: run.last_step(k) for k in losses},
                       {k: float(run.series(k)[1][-1]) for k in losses})
 
