@@ -58,7 +58,7 @@ class Near:
         """The part of `uid`'s `key` that slices like the whole series at every target, or None
         when the facts cannot prove one (load the series)."""
         ts = [float(t) for t in targets]
-        if not all(math.isfinite(t) for t in ts):
+        if not ts or not all(math.isfinite(t) for t in ts):
             return None
         self.want(key, ts)
         if self.pending:

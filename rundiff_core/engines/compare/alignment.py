@@ -194,7 +194,7 @@ def _key_indices(h: pd.DataFrame, wanted: set[str]) -> dict[str, np.ndarray]:
 
 
 def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
-         series: Mapping[tuple[str, str], _Series], target: float, align: str, axis: _Axis,
+         series: Mapping[tuple[str, str], _Series | _PushedSeries], target: float, align: str, axis: _Axis,
          state_if_missing: str = "not logged") -> Row:
     cells: list[Cell] = []
     for run in arm.seeds:
@@ -240,7 +240,7 @@ def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
                math.nan, None, note, cells)
 
 
-def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series],
+def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series | _PushedSeries],
                    xs: np.ndarray, align: str) -> np.ndarray:
     """The arm's mean over seeds at each x (NaN where no seed has a point there)."""
     stack = []
@@ -259,7 +259,7 @@ def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Seri
 
 
 def _display_curves(arms: Sequence[Arm], labels: Sequence[str], si: int, metric_names: Sequence[str],
-                    series: Mapping[tuple[str, str], _Series]
+                    series: Mapping[tuple[str, str], _Series | _PushedSeries]
                     ) -> tuple[dict[str, list[Curve]], dict[str, list[Band]]]:
     curves: dict[str, list[Curve]] = {}
     bands: dict[str, list[Band]] = {}
