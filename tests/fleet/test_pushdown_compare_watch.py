@@ -7,7 +7,6 @@ in the slow mixed-backend test) and exported with `rundiff export`."""
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import time
 import types
