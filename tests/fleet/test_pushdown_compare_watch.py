@@ -183,6 +183,34 @@ def test_compare_after_a_stale_pack_reads_partitions(shapes, tmp_path, capsys, m
     assert next(c for r, c in by_run.items() if r.endswith("k/added"))["method"] == "nearest"
 
 
+def test_compare_loads_a_run_whose_partition_lost_points(shapes, tmp_path, capsys, monkeypatch):
+    """An interrupted export left a partition shorter than the runs table says (and a stale
+    pack entry, so the partition is what is read): the adapter notes it when it loads the run,
+    so the pushed-down compare loads that run too, and both say so."""
+    import pyarrow.parquet as pq
+
+    from rundiff_core.fleet import layout
+
+    src, dataset = shapes
+    old_pack = tmp_path / "old-pack"
+    shutil.copytree(packing.pack_dir(str(dataset)), old_pack)
+    metrics = src / "b" / "seed-0" / "metrics.jsonl"
+    rows = [json.loads(x) for x in metrics.read_text().splitlines()]
+    rows[3]["loss"] = 0.123  # same point count: only the content hash tells
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    export(src, dataset)
+    shutil.rmtree(packing.pack_dir(str(dataset)))
+    shutil.copytree(old_pack, packing.pack_dir(str(dataset)))
+    uid = uid_of(dataset, "b/seed-0")
+    part = layout.points_file(str(dataset), "journal", uid)
+    table = pq.read_table(part)
+    pq.write_table(table.slice(0, table.num_rows - 4), part)
+    pushed, memory, loaded = compare_both(capsys, monkeypatch, f"parquet:{dataset}", "--no-seeds",
+                                          "--metric", "loss")
+    assert pushed == memory and uid in loaded
+    assert any("the export that wrote it was interrupted" in w for w in pushed["warnings"])
+
+
 # -- watch --------------------------------------------------------------------------------------
 def watch_both(capsys, monkeypatch, tmp_path, poll: int, *argv) -> tuple[dict, dict, list[str]]:
     """One poll both ways, each with its own state (cache dir) and the same clock."""
