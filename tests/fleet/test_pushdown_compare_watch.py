@@ -150,6 +150,15 @@ def test_compare_loads_only_the_student_of_a_regular_fleet(tmp_path, capsys, mon
     assert loaded == {pushed["student"]["address"].rsplit("#", 1)[1]}
 
 
+def test_compare_with_a_named_student_from_the_fleet(shapes, capsys, monkeypatch):
+    _src, dataset = shapes
+    student = f"parquet:{dataset}#{uid_of(dataset, 'b/seed-0')}"
+    pushed, memory, loaded = compare_both(capsys, monkeypatch, f"parquet:{dataset}", "--student",
+                                          student, "--metric", "loss", "--no-seeds")
+    assert pushed == memory and pushed["student"]["address"] == student
+    assert uid_of(dataset, "b/seed-0") in loaded and len(loaded) < 8
+
+
 def test_compare_a_journal_student_against_fleet_baselines(shapes, capsys, monkeypatch):
     src, dataset = shapes
     pushed, memory, loaded = compare_both(
