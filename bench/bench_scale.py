@@ -12,8 +12,11 @@ time, CPU time (user + sys) and peak RSS per size, then the growth fitted betwee
 sizes (time ∝ runs^k). Inputs are generated once and cached under bench/out/scale-N/.
 Targets (issue "Scale"): 10,000 runs ranked through parquet: in under 10 s; 100,000 in under 60 s
 with peak memory under 4 GiB.
+`--commands` adds `compare` (every run an arm's seed, against the one with the fewest steps) and
+`watch` (`--once`, a first poll: every point is new; `watch-again`: a second poll, nothing new).
 Usage: python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
        [--backends parquet,parquet-mem,journal,parquet-dask]
+       [--commands rank,report,compare,watch,watch-again]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -89,16 +93,17 @@ def ensure_inputs(runs: int, steps: int) -> tuple[str | None, str]:
     return journals, dataset
 
 
-def measure(argv: list[str]) -> tuple[float, float, float]:
+def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(wall s, cpu s, peak RSS GiB) of one fresh process; peak RSS from GNU time when present."""
     timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(timer + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, cwd=ROOT)
+                          text=True, cwd=ROOT, env=env)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
+    ok = (0, 1) if "watch" in argv else (0,)  # watch --once: 1 = alerts raised
+    if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     rss = math.nan
@@ -116,7 +121,10 @@ def main() -> int:
     ap.add_argument("--backends", default="parquet,parquet-mem,journal",
                     help="which of parquet (pushed down), parquet-mem, journal, parquet-dask "
                          "(pushed down, --engine dask) to run")
+    ap.add_argument("--commands", default="rank,report",
+                    help="which of rank, report, compare, watch, watch-again to run")
     args = ap.parse_args()
+    commands = args.commands.split(",")
     sizes = [100, 1000] if args.quick else [int(x) for x in args.sizes.split(",")]
     steps = 1000 if args.quick else args.steps
     rows: dict[tuple[str, str, int], tuple[float, float, float]] = {}
@@ -132,12 +140,22 @@ def main() -> int:
         for backend, address, extra in backends:
             if backend not in args.backends.split(","):
                 continue
-            for command in ("rank", "report"):
-                argv = [sys.executable, "-m", "rundiff_core.cli", command, address,
-                        "--metric", "loss", "--metric", "eval/accuracy", *extra]
+            for command in commands:
+                cli = [sys.executable, "-m", "rundiff_core.cli"]
+                env = None
+                if command.startswith("watch"):  # its state in a fresh cache dir
+                    argv = [*cli, "watch", address, "--once", "--format", "json", *extra]
+                    env = {**os.environ, "RUNDIFF_CACHE_DIR": tempfile.mkdtemp(prefix="scale-")}
+                    if command == "watch-again":
+                        measure(argv, env)  # the first poll, not measured
+                else:
+                    argv = [*cli, command, address, "--metric", "loss", "--metric",
+                            "eval/accuracy", *extra]
                 if command == "report":
                     argv += ["-o", os.path.join(HERE, "out", f"scale-report-{n}-{backend}.md")]
-                rows[(command, backend, n)] = got = measure(argv)
+                if command == "compare":
+                    argv += ["--format", "json"]
+                rows[(command, backend, n)] = got = measure(argv, env)
                 print(f"  {command:6s} {backend:8s} {got[0]:8.2f} s wall {got[1]:8.2f} s cpu "
                       f"{got[2]:6.2f} GiB peak", flush=True)
     print("\n| command | backend | runs | wall s | cpu s | peak GiB | target |")
@@ -151,7 +169,7 @@ def main() -> int:
                        + (" MET" if ok else " NOT MET"))
         print(f"| {command} | {backend} | {n:,} | {wall:.2f} | {cpu:.2f} | {rss:.2f} | {verdict} |")
     print("\ngrowth (time ∝ runs^k between the two largest sizes of each row):")
-    for command in ("rank", "report"):
+    for command in commands:
         for backend in ("parquet", "parquet-mem", "journal", "parquet-dask"):
             pts = sorted((n, rows[(c, b, n)][0]) for (c, b, n) in rows if c == command and b == backend)
             if len(pts) >= 2:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..engines.arms import Arm
     from ..model import Run
 
 ENV = "RUNDIFF_PUSHDOWN"
@@ -64,10 +65,12 @@ def _check(args: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def pushed(args: argparse.Namespace, sources: Sequence[str]) -> Iterator[list[Run] | None]:
+def pushed(args: argparse.Namespace, sources: Sequence[str], *, spikes: bool = True
+           ) -> Iterator[list[Run] | None]:
     """The runs through fleet/pushdown.py when every address is a fleet dataset with a pack and
     the switch is on (None: load them in memory as usual), with the Dask client of
-    `--engine dask` open until the command is done (a LocalCluster it started is then closed)."""
+    `--engine dask` open until the command is done (a LocalCluster it started is then closed).
+    `spikes`: start the loss-spike scan of every run beside the first query (rank, report)."""
     engine = _check(args)
     if getattr(args, "no_pushdown", False) or not sources or not all(map(_fleet_like, sources)):
         if engine == "dask":
@@ -78,8 +81,10 @@ def pushed(args: argparse.Namespace, sources: Sequence[str]) -> Iterator[list[Ru
     from ..engines.runset import spike_rule
     from ..fleet.pushdown import enabled, load_pushed
 
+    rule = spike_rule if spikes else None
+
     if engine != "dask":
-        yield load_pushed(sources, spike_rule=spike_rule) if enabled() else None
+        yield load_pushed(sources, spike_rule=rule) if enabled() else None
         return
     if not enabled():
         raise UsageError(f"--engine dask answers pushed-down queries; {ENV}=0 turns them off",
@@ -87,7 +92,7 @@ def pushed(args: argparse.Namespace, sources: Sequence[str]) -> Iterator[list[Ru
     from ..fleet.pushdown_dask import DaskQueries
 
     with DaskQueries(args.scheduler, args.workers) as queries:
-        runs = load_pushed(sources, spike_rule=spike_rule, engine=queries)
+        runs = load_pushed(sources, spike_rule=rule, engine=queries)
         if runs is None:
             raise UsageError("--engine dask needs a fleet dataset with a pack",
                              hint="re-run `rundiff export` on it without --no-pack")
@@ -98,6 +103,20 @@ _OPEN = contextlib.ExitStack()
 atexit.register(_OPEN.close)
 
 
-def pushed_runs(args: argparse.Namespace, sources: Sequence[str]) -> list[Run] | None:
+def pushed_runs(args: argparse.Namespace, sources: Sequence[str], *, spikes: bool = True
+                ) -> list[Run] | None:
     """`pushed` for callers without a `with`: a Dask cluster it starts is closed at exit."""
-    return _OPEN.enter_context(pushed(args, sources))
+    return _OPEN.enter_context(pushed(args, sources, spikes=spikes))
+
+
+def push_arms(args: argparse.Namespace, arms: Sequence[Arm]) -> None:
+    """Turn the runs of `arms` read from `parquet:` datasets with a pack into pushed-down runs
+    (fleet/pushdown_tail.py), in place, unless the switch is off; other runs stay as they are."""
+    if getattr(args, "no_pushdown", False) or not any(
+            r.adapter == "parquet" for a in arms for r in a.seeds):
+        return
+    from ..fleet.pushdown import enabled
+    from ..fleet.pushdown_tail import push_arms as push
+
+    if enabled():
+        push(arms)

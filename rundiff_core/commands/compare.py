@@ -10,6 +10,7 @@ from ..engines.options import ALIGN_MODES
 from ..errors import UsageError
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from ._pushdown import add_switch, push_arms
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("--png", metavar="DIR", help="also write one PNG plot per metric into DIR")
     p.add_argument("--smooth", type=float, default=0.0, metavar="W",
                    help="TensorBoard-style debiased EMA weight for plots only (0 ≤ W < 1)")
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -130,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--smooth must be in [0, 1)", hint="TensorBoard's default is 0.6")
     rules = build_rules(args.proxy, args.downstream, args.diagnostic, args.project_file)
     arms, student = resolve_arms(args.addresses, args.student, grouping=grouping_from(args))
+    push_arms(args, arms)  # fleet runs answer from DuckDB where they are sliced
     result = run_compare(
         arms, metrics=args.metric or None, maps=parse_maps(args.map), student=student,
         align=args.align, x=args.x, rules=rules, goals=_goals(args.goal), last_k=args.last,

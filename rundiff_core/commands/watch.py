@@ -9,15 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
+from ._pushdown import add_switch, pushed_runs
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
-    from ..engines.watch import WatchResult
+    from ..engines.watch import WatchFacts, WatchResult
+    from ..model import Run
 
 
 def add_parser(sub: CommandHost) -> None:
@@ -33,6 +35,7 @@ def add_parser(sub: CommandHost) -> None:
     add_arm_options(p, no_seeds_help="no arms: the baseline is the named run alone, every "
                     "watched run its own arm")
     p.add_argument("--format", choices=format_choices("watch", ("md", "json")), default="md")
+    add_switch(p)
     p.set_defaults(func=run)
 
 
@@ -46,25 +49,62 @@ def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
 def _check(args: argparse.Namespace, stale: float) -> WatchResult:
     from ..engines.arms import arms_of, load_arm
     from ..engines.runset import load_sources
-    from ..engines.watch import WatchResult, WatchState, check_run, state_key
+    from ..engines.watch import WatchResult, WatchState, check_run, series_spikes, state_key
 
     grouping = grouping_from(args)
     state = WatchState(state_key(args.sources, args.baseline))
     barm = load_arm(args.baseline, grouping=grouping) if args.baseline else None
     now = time.time()
     checks = []
-    runs = load_sources(args.sources)
+    runs = pushed_runs(args, args.sources, spikes=False)
+    facts, spikes = {}, {}
+    if runs is None:
+        runs = load_sources(args.sources)
+    else:  # a fleet dataset: what is new per run from one query, not every history
+        once: dict[str, Run] = {}
+        for r in runs:
+            once.setdefault(r.address, r)
+        runs = list(once.values())
+        facts, spikes = _pushed_facts(runs, state.data)
     arm_of = {r.address: arm for arm in arms_of(runs, grouping) for r in arm.seeds}
     for run_ in runs:
+        extra: dict[str, Any] = {}
+        if run_.address in facts:
+            extra = {"facts": facts[run_.address],
+                     "spikes": lambda r, k: spikes[(r.address, k)] if (r.address, k) in spikes
+                     else series_spikes(r, k)}
         check, new_state = check_run(run_, state.data.get(run_.address, {}), now=now, stale_after=stale,
                                      baseline=barm.primary if barm else None, divergence=args.divergence,
                                      baseline_seeds=barm.seeds if barm else None,
-                                     baseline_label=barm.label if barm else None)
+                                     baseline_label=barm.label if barm else None, **extra)
         check.arm, check.arm_size = arm_of[run_.address].label, arm_of[run_.address].n
         state.data[run_.address] = new_state
         checks.append(check)
     state.save()
     return WatchResult(now, checks)
+
+
+def _pushed_facts(runs: list[Run], seen: dict[str, Any]
+                  ) -> tuple[dict[str, WatchFacts], dict[tuple[str, str], list[Any]]]:
+    """({address: WatchFacts}, {(address, key): spikes}) of pushed-down runs: one query for what
+    is new, and the spike rule over only the runs that logged new loss points — for runs seen
+    for the first time (all their points are new) on a thread beside the query."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..engines.stats import robust_spikes
+    from ..fleet.pushdown_tail import loss_spikes, watch_facts
+
+    prev = {r.address: seen.get(r.address, {}).get("last_step") for r in runs}
+    fresh = {a: None for a, p in prev.items() if p is None}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        early = pool.submit(loss_spikes, runs, fresh, robust_spikes) if fresh else None
+        facts = watch_facts(runs, prev)
+        wanted = {a: [k for k in f.news if "loss" in k.lower()] for a, f in facts.items()
+                  if a not in fresh}
+        spikes = loss_spikes(runs, wanted, robust_spikes)
+        if early is not None:
+            spikes.update(early.result())
+    return facts, spikes
 
 
 def _print(result: WatchResult, fmt: str) -> None:

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,11 +123,59 @@ def state_key(sources: list[str], baseline: str | None) -> str:
     return hashlib.sha1(json.dumps([sorted(sources), baseline]).encode()).hexdigest()[:16]
 
 
-def _freshness(run: Run, now: float) -> float | None:
-    h = run.history()
-    wt = h["wall_time"].to_numpy() if len(h) else np.array([])
-    wt = wt[np.isfinite(wt)]
-    newest = float(wt.max()) if len(wt) else None
+@dataclass
+class KeyNews:
+    """One key's points since the previous check."""
+
+    points: int
+    last_value: float  # the last one logged
+    n_bad: int  # NaN/±inf values among them
+    first_bad_step: float | None  # the step of the first of those, logged order
+
+
+@dataclass
+class WatchFacts:
+    """What a check needs of a run: computed from its history (`watch_facts`), or by a query
+    over a fleet dataset (fleet/pushdown_tail.py) without loading it."""
+
+    keys: list[str]
+    last_step: float | None  # the largest logged step (NaN steps skipped); None: no points
+    newest_wall: float | None  # the latest finite wall time
+    new_points: int
+    news: dict[str, KeyNews]  # keys with points past the previous step
+    # per loss-like key (what a divergence check reads): the last step, NaN steps skipped (NaN
+    # when it has only those), and the last value logged
+    last_steps: dict[str, float]
+    last_values: dict[str, float]
+
+
+def watch_facts(run: Run, prev_step: float | None) -> WatchFacts:
+    """`WatchFacts` from the run's history (loaded in full), one key's arrays at a time. A point
+    is new when its step is past `prev_step` (a NaN step never is; every point without one)."""
+    keys = run.metric_keys()
+    news: dict[str, KeyNews] = {}
+    lasts = []
+    for key in keys:
+        steps, values, _w = run.series(key)
+        lasts.append(run.last_step(key))
+        if prev_step is not None:
+            new = steps > prev_step
+            steps, values = steps[new], values[new]
+        if not len(values):
+            continue
+        bad = ~np.isfinite(values)
+        news[key] = KeyNews(len(values), float(values[-1]), int(bad.sum()),
+                            float(steps[bad][0]) if bad.any() else None)
+    n_wall, _first, newest = run.wall_span()
+    logged = [x for x in lasts if not math.isnan(x)]
+    losses = [k for k in keys if "loss" in k.lower()]
+    return WatchFacts(keys, (max(logged) if logged else math.nan) if keys else None,
+                      newest if n_wall else None, sum(n.points for n in news.values()), news,
+                      {k: run.last_step(k) for k in losses},
+                      {k: float(run.series(k)[1][-1]) for k in losses})
+
+
+def _freshness(run: Run, now: float, newest: float | None) -> float | None:
     path = run.meta.get("path")
     if isinstance(path, str) and os.path.exists(path):
         mtime = max((os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs),
@@ -136,23 +184,30 @@ def _freshness(run: Run, now: float) -> float | None:
     return None if newest is None else now - newest
 
 
+def series_spikes(run: Run, key: str) -> list[tuple[float, float, float]]:
+    steps, values, _ = run.series(key)
+    return robust_spikes(steps, values)
+
+
 def check_run(
     run: Run, previous: dict[str, Any], *, now: float, stale_after: float,
     baseline: Run | None = None, divergence: float = 0.1,
     baseline_seeds: Sequence[Run] | None = None, baseline_label: str | None = None,
+    facts: WatchFacts | None = None,
+    spikes: Callable[[Run, str], list[tuple[float, float, float]]] = series_spikes,
 ) -> tuple[RunCheck, dict[str, Any]]:
     """One run's health since the previous check; returns the check and the new state.
 
     With `baseline_seeds` (the baseline's arm) the divergence reference is the mean of the seeds
-    that reached the run's step, not one seed."""
-    h = run.history()
+    that reached the run's step, not one seed. `facts` (else computed from the history) and
+    `spikes(run, key)` (`robust_spikes` of the key's series) are what a fleet query answers."""
     prev_step = previous.get("last_step")
-    last = float(h["step"].max()) if len(h) else None
-    new = h if prev_step is None else h[h["step"] > prev_step]
-    age = _freshness(run, now)
+    f = facts if facts is not None else watch_facts(run, prev_step)
+    last = f.last_step
+    age = _freshness(run, now, f.newest_wall)
     ended = run.status in ENDED
     alive = not ended and (age is None or age <= stale_after)
-    check = RunCheck(run.name, run.address, run.status, last, prev_step, int(len(new)), {}, age, alive)
+    check = RunCheck(run.name, run.address, run.status, last, prev_step, f.new_points, {}, age, alive)
     alerts = check.alerts
     if not ended and age is not None and age > stale_after:
         # Whatever the recorded status says: a run that logs nothing past --stale is not alive.
@@ -160,21 +215,16 @@ def check_run(
         if age > KILLED_FACTOR * stale_after:
             text += f"; no exit record either (status {run.status}): likely killed"
         alerts.append(Alert(run.name, run.address, "stale", text, last))
-    for key in sorted(set(new["key"].astype(str))):
-        kh = h[h["key"].astype(str) == key]
-        knew = new[new["key"].astype(str) == key]
-        v_new = knew["value"].to_numpy()
+    for key, news in f.news.items():
         before = previous.get("values", {}).get(key)
         check.progress[key] = {"previous": before if before is not None else math.nan,
-                               "now": float(v_new[-1]), "points": int(len(v_new))}
-        bad = ~np.isfinite(v_new)
-        if bad.any():
+                               "now": news.last_value, "points": news.points}
+        if news.n_bad:
             alerts.append(Alert(run.name, run.address, "nan",
-                                f"{int(bad.sum())} NaN/inf value(s) in {key} since the last check",
-                                float(knew["step"].to_numpy()[bad][0])))
+                                f"{news.n_bad} NaN/inf value(s) in {key} since the last check",
+                                news.first_bad_step))
         if "loss" in key.lower():
-            spikes = robust_spikes(kh["step"].to_numpy(), kh["value"].to_numpy())
-            fresh = [s for s in spikes if prev_step is None or s[0] > prev_step]
+            fresh = [s for s in spikes(run, key) if prev_step is None or s[0] > prev_step]
             fresh = [s for s in fresh if math.isfinite(s[1])]
             if fresh:
                 alerts.append(Alert(run.name, run.address, "spike",
@@ -184,11 +234,10 @@ def check_run(
         if e.kind in KILL_EVENTS:
             alerts.append(Alert(run.name, run.address, "kill", f"{e.kind} event", e.step))
     if baseline is not None and last is not None:
-        for key in sorted(set(run.metric_keys()) & set(baseline.metric_keys())):
+        for key in sorted(set(f.keys) & set(baseline.metric_keys())):
             if goal_for(key) != "min" or "loss" not in key.lower():
                 continue
-            kh = h[h["key"].astype(str) == key]
-            s_step = float(kh["step"].max())
+            s_step = f.last_steps[key]
             seeds = [r for r in (baseline_seeds or [baseline]) if key in r.metric_keys()]
             slices = [slice_at(bh["step"].to_numpy(), bh["value"].to_numpy(), s_step)
                       for bh in (r.history([key]) for r in seeds)]
@@ -196,7 +245,7 @@ def check_run(
             if not reached:
                 continue
             b_value = float(np.mean([b.value for b in reached]))
-            v = float(kh["value"].to_numpy()[-1])
+            v = f.last_values[key]
             name = baseline_label or baseline.name
             ref = f"{b_value:.4g}" if len(reached) == 1 else f"{b_value:.4g} (mean of {len(reached)} seeds)"
             if math.isfinite(v) and b_value != 0 and (v - b_value) / abs(b_value) > divergence:

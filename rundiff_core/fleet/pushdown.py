@@ -612,6 +612,37 @@ class PushedRun(Run):
 
         return self.facts.spikes(self.fleet_uid, key, rule, load)
 
+    # -- compare's seams (fleet/pushdown_tail.py answers them) -------------------------------------
+    def pushed_complete(self) -> bool:
+        """The facts count every point the runs table says the run has (else load it: the
+        adapter notes the difference when it does)."""
+        from .pushdown_tail import complete
+
+        assert self.facts is not None
+        return complete(self.facts, self.fleet_uid)
+
+    def pushed_steps(self, key: str) -> tuple[bool, float] | None:
+        """(any finite step, the last finite step) of `key`; None when a ±inf step hides it."""
+        from .pushdown_tail import finite_steps
+
+        assert self.facts is not None
+        return finite_steps(self.facts, self.fleet_uid, key)
+
+    def pushed_want(self, key: str, targets: Sequence[float]) -> None:
+        """Targets a later `pushed_near` asks: one scan reads them for every run of the fleet."""
+        from .pushdown_tail import near_of
+
+        assert self.facts is not None
+        near_of(self.facts).want(key, targets)
+
+    def pushed_near(self, key: str, targets: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+        """(x, y): the sorted, de-duplicated part of `key`'s finite steps that slices exactly as
+        the whole series at every target (`slice_sorted`, `values_at`); None: load the series."""
+        from .pushdown_tail import near_of
+
+        assert self.facts is not None
+        return near_of(self.facts).part(self.fleet_uid, key, targets)
+
 
 _RUN_FIELDS = [f.name for f in dataclasses.fields(Run) if f.init]
 

@@ -32,6 +32,67 @@ class _Series:
     def last_x(self) -> float:
         return float(self.x[-1]) if len(self.x) else math.nan
 
+    @property
+    def size(self) -> int:
+        return len(self.x)
+
+    def part(self, targets: Sequence[float]) -> _Series:
+        """What slicing at `targets` reads: here, the whole series."""
+        return self
+
+
+class _PushedSeries:
+    """A fleet run's metric on the step axis, answered by fleet queries (fleet/pushdown_tail.py)
+    without loading: its size and last step from the per-key facts, and at the slicing targets
+    only the rows near them, which slice exactly as the whole series does. `x`, `y`, `step`
+    load the whole series (the student's trend and plots need it), as does any answer the
+    facts cannot prove."""
+
+    def __init__(self, run: Run, key: str) -> None:
+        self.run, self.key = run, key
+        self._full: _Series | None = None
+        self._known = run.pushed_steps(key)  # type: ignore[attr-defined]
+
+    def whole(self) -> _Series:
+        if self._full is None:
+            steps, values, _w = self.run.series(self.key)
+            self._full = _prepare(steps, values, steps)
+        return self._full
+
+    x = property(lambda self: self.whole().x)
+    y = property(lambda self: self.whole().y)
+    step = property(lambda self: self.whole().step)
+
+    @property
+    def last_x(self) -> float:
+        if self._full is None and self._known is not None:
+            return self._known[1] if self._known[0] else math.nan
+        return self.whole().last_x
+
+    @property
+    def size(self) -> int:
+        if self._full is None and self._known is not None:
+            return int(self._known[0])  # > 0 is all that is asked
+        return self.whole().size
+
+    def want(self, targets: Sequence[float]) -> None:
+        """Targets a later `part` will ask (one query answers every run of the dataset)."""
+        self.run.pushed_want(self.key, targets)  # type: ignore[attr-defined]
+
+    def part(self, targets: Sequence[float]) -> _Series:
+        if self._full is None:
+            got = self.run.pushed_near(self.key, targets)  # type: ignore[attr-defined]
+            if got is not None:
+                return _Series(got[0], got[1], got[0])
+        return self.whole()
+
+
+def pushed_step_series(run: Run, axis: str) -> bool:
+    """True when `run`'s series on `axis` can be `_PushedSeries` (a fleet run, the step axis,
+    and facts that account for every point the adapter would load)."""
+    ok = getattr(run, "pushed_complete", None)
+    return axis == "step" and ok is not None and ok()
+
 
 def _prepare(x: np.ndarray, y: np.ndarray, step: np.ndarray) -> _Series:
     keep = np.isfinite(x)
@@ -106,8 +167,11 @@ def _logged_keys(runs: Sequence[Run], asked: list[str] | None, maps: dict[str, s
     full: set[str] = set()
     for run in runs:
         if asked is not None and not maps and not axis.by_key:
-            h = run.history(asked)
-            present = set(h["key"].astype(str).unique()) if len(h) else set()
+            if pushed_step_series(run, axis.axis):  # the keys from the fleet's facts
+                present = set(run.metric_keys()) & set(asked)
+            else:
+                h = run.history(asked)
+                present = set(h["key"].astype(str).unique()) if len(h) else set()
             if present == set(asked):
                 out[run.address] = sorted(present)
                 continue
@@ -130,18 +194,18 @@ def _key_indices(h: pd.DataFrame, wanted: set[str]) -> dict[str, np.ndarray]:
 
 
 def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
-         series: Mapping[tuple[str, str], _Series], target: float, align: str, axis: _Axis,
+         series: Mapping[tuple[str, str], _Series | _PushedSeries], target: float, align: str, axis: _Axis,
          state_if_missing: str = "not logged") -> Row:
     cells: list[Cell] = []
     for run in arm.seeds:
         key = names.keys[metric].get(run.address)
         ser = series.get((run.address, metric))
-        if key is None or ser is None or len(ser.x) == 0 or not math.isfinite(target):
-            method = "not logged" if key is None or ser is None or len(ser.x) == 0 else "empty"
+        if key is None or ser is None or ser.size == 0 or not math.isfinite(target):
+            method = "not logged" if key is None or ser is None or ser.size == 0 else "empty"
             cells.append(Cell(run.name, run.address, run.run_id, run.adapter, run.seed, key, target,
                               method, math.nan, math.nan, math.nan))
             continue
-        s, step_used, bracket = _slice(ser, target, align)
+        s, step_used, bracket = _slice(ser.part([target]), target, align)
         cells.append(Cell(run.name, run.address, run.run_id, run.adapter, run.seed, key, target,
                           s.method, s.value, s.x_used, step_used, bracket))
     reached = [c for c in cells if c.method in ("exact", "nearest", "interpolate")]
@@ -176,14 +240,15 @@ def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
                math.nan, None, note, cells)
 
 
-def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series],
+def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series | _PushedSeries],
                    xs: np.ndarray, align: str) -> np.ndarray:
     """The arm's mean over seeds at each x (NaN where no seed has a point there)."""
     stack = []
     for run in arm.seeds:
         ser = series.get((run.address, metric))
-        if ser is not None and len(ser.x):
-            stack.append(values_at(ser.x, ser.y, xs, align, strict_start=True))
+        if ser is not None and ser.size:
+            part = ser.part(xs)
+            stack.append(values_at(part.x, part.y, xs, align, strict_start=True))
     if not stack:
         return np.full(len(xs), np.nan)
     mat = np.vstack(stack)
@@ -194,7 +259,7 @@ def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Seri
 
 
 def _display_curves(arms: Sequence[Arm], labels: Sequence[str], si: int, metric_names: Sequence[str],
-                    series: Mapping[tuple[str, str], _Series]
+                    series: Mapping[tuple[str, str], _Series | _PushedSeries]
                     ) -> tuple[dict[str, list[Curve]], dict[str, list[Band]]]:
     curves: dict[str, list[Curve]] = {}
     bands: dict[str, list[Band]] = {}

@@ -34,8 +34,10 @@ from .alignment import (
     _key_indices,
     _logged_keys,
     _prepare,
+    _PushedSeries,
     _row,
     _Series,
+    pushed_step_series,
 )
 from .prose import _conclusion, _describe_mapped, trend_lines
 from .result import ArmInfo, CompareResult, MetricComparison, Skipped
@@ -136,10 +138,17 @@ def run_compare(
             _no_metric(arms, logged, names)
 
     # 2. Every series on the chosen axis.
-    series: dict[tuple[str, str], _Series] = {}
+    series: dict[tuple[str, str], _Series | _PushedSeries] = {}
     warnings: list[str] = [f"{label}: {note}" for arm, label in zip(arms, labels, strict=True)
                            for note in arm.notes]
     for run in all_runs:
+        if pushed_step_series(run, axis.axis):  # a fleet run: its rows are read where sliced
+            for m in metric_names:
+                key = names.keys[m].get(run.address)
+                if key is not None:
+                    series[(run.address, m)] = _PushedSeries(run, key)
+            warnings += [f"{run.name}: {note}" for note in run.fidelity]
+            continue
         wanted = {names.keys[m][run.address] for m in metric_names if run.address in names.keys[m]}
         xkey = None
         if axis.by_key:
@@ -193,7 +202,7 @@ def run_compare(
     # 3. The student and its current x.
     def arm_x(arm: Arm) -> float:
         xs = [series[(arm.primary.address, m)].last_x for m in metric_names
-              if (arm.primary.address, m) in series and len(series[(arm.primary.address, m)].x)]
+              if (arm.primary.address, m) in series and series[(arm.primary.address, m)].size]
         return max(xs) if xs else math.nan
 
     current = [arm_x(a) for a in arms]
@@ -211,12 +220,13 @@ def run_compare(
                          hint="choose another student with --student ADDR")
 
     # 4. Per metric: slice, tabulate, trend.
+    _want_student_steps(series, s_arm, all_runs, metric_names, s_x, last_k)
     comparisons = []
     for m in metric_names:
         decision = rules.classify(m, names.keys[m].values())
         goal = goals.get(m) or goal_for(m)
         s_series = series.get((s_arm.primary.address, m))
-        has_student = s_series is not None and len(s_series.x) > 0
+        has_student = s_series is not None and s_series.size > 0
         if has_student:
             target, state, note = s_series.last_x, "ok", None
             if target < s_x:
@@ -285,6 +295,20 @@ def run_compare(
     if curves:
         result.curves, result.bands = _display_curves(arms, labels, si, metric_names, series)
     return result
+
+
+def _want_student_steps(series: Mapping[tuple[str, str], Any], s_arm: Arm, runs: Sequence[Run],
+                        metric_names: Sequence[str], s_x: float, last_k: int) -> None:
+    """Tell fleet runs' series (`_PushedSeries`) where they will be read — the student's target
+    and last K x of each metric (its rows and trend) — so one query reads them all."""
+    for m in metric_names:
+        pushed = [ser for r in runs if isinstance(ser := series.get((r.address, m)), _PushedSeries)]
+        if not pushed:
+            continue
+        mine = series.get((s_arm.primary.address, m))
+        targets = list(mine.x[-last_k:]) if mine is not None and mine.size else [s_x]
+        for ser in pushed:
+            ser.want(targets)
 
 
 def _default_metrics(arms: Sequence[Arm], labels: Sequence[str], si: int, candidates: list[str],

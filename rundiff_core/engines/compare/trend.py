@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..arms import Arm
-from .alignment import _arm_values_at, _Series
+from .alignment import _arm_values_at, _PushedSeries, _Series
 from .result import Trend
 
 CONVERGED_POINTS = 5
@@ -26,7 +26,7 @@ def _flat(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, floa
 
 
 def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
-           series: Mapping[tuple[str, str], _Series], align: str, goal: str, k: int,
+           series: Mapping[tuple[str, str], _Series | _PushedSeries], align: str, goal: str, k: int,
            xname: str) -> Trend:
     primary = series[(s_arm.primary.address, metric)]
     xs = primary.x[-k:]
@@ -64,7 +64,7 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
     base.gap_last, base.slope = float(gap[-1]), slope
     span = f"over the student's last {len(x_ok)} points ({xname}s {x_ok[0]:g}–{x_ok[-1]:g})"
     b_end = max((series[(r.address, metric)].last_x for r in b_arm.seeds
-                 if (r.address, metric) in series and len(series[(r.address, metric)].x)),
+                 if (r.address, metric) in series and series[(r.address, metric)].size),
                 default=math.nan)
     if student_flat and flat:
         shown = ", ".join(f"{a:g}: {v:.4g}" for a, v in last5)
