@@ -216,17 +216,23 @@ class _Matcher:
     Work goes in chunks of lines so that every temporary array stays in the CPU cache: the
     arithmetic is a few dozen passes per number, each cheap only while its operands are cached."""
 
-    CHUNK = 1 << 15
+    CHUNK = 1 << 14
 
     def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         self.buf, self.starts, self.ends = buf, starts, ends
         self.words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+        self.aligned = buf[:len(buf) // 8 * 8].view("<u8")
         self.limit = len(buf) - PAD  # clamp for positions of lines already failed
 
     def _gather(self, pos: np.ndarray, nbytes: int) -> list[np.ndarray]:
-        """The words at pos, pos+8, … covering `nbytes` (an unaligned gather costs ~5 ns a word:
-        each field gathers once, for its key piece and the first 8 bytes of its number)."""
-        return [self.words[pos + 8 * k] if k else self.words[pos] for k in range((nbytes + 7) // 8)]
+        """The words at pos, pos+8, … covering `nbytes`: aligned words, shifted together (an
+        aligned gather costs ~1.4 ns, an unaligned one ~4.5). Each field gathers once, for its
+        key piece and the first 16 bytes of its number."""
+        q = pos >> 3
+        low = ((pos & 7) << 3).view(np.uint64)
+        high = np.uint64(64) - low  # a shift by 64 gives 0: an aligned position takes one word
+        got = [self.aligned[q + i] if i else self.aligned[q] for i in range((nbytes + 7) // 8 + 1)]
+        return [(got[i] >> low) | (got[i + 1] << high) for i in range(len(got) - 1)]
 
     @staticmethod
     def _at(words: list[np.ndarray], offset: int) -> np.ndarray:
@@ -293,19 +299,25 @@ class _Matcher:
         for j in range(fields + 1):
             piece = pieces[j]
             c = len(piece)
-            words = self._gather(pos, c if j == fields else c + 8)
-            ok &= self._piece_ok(words, piece)
             if j == fields:
+                if piece != b"}":  # a "}" was already found where the last number ends
+                    ok &= self._piece_ok(self._gather(pos, c), piece)
                 ok &= pos + c == end
                 break
+            words = self._gather(pos, c + 16)
+            ok &= self._piece_ok(words, piece)
             s = pos + c
             t0 = self._at(words, c)
+            t1 = self._at(words, c + 8)
             pattern = np.uint64(pieces[j + 1][0] * 0x0101010101010101)
             found, length = self._first(t0, pattern)
-            length[~found] = 0
-            tail = [t0 ^ _ZEROS]
+            if not found.all():
+                found1, lane = self._first(t1, pattern)
+                length = np.where(found, length, np.where(found1, lane + 8, 0))
+                found |= found1
+            tail = [t0 ^ _ZEROS, t1 ^ _ZEROS]
             todo = np.flatnonzero(~found & ok)
-            for k in (1, 2):  # numbers longer than 8 bytes: their next word, for those only
+            for k in (2,):  # numbers of 16 bytes or more: their third word, for those only
                 if len(todo) == 0:
                     break
                 w = self.words[s[todo] + 8 * k]
@@ -340,10 +352,13 @@ class _Matcher:
         n = len(s)
         t0 = tail[0]
         if n > 1 and ok.all() and (length == length[0]).all():  # a constant column (a fixed lr…)
-            same = t0 == t0[0]
-            for t in tail[1:]:
-                same &= t == t[0]
-            if same.all():
+            size = int(length[0])
+            same = None
+            for k, t in enumerate(tail[:(size + 7) // 8]):  # the token's bytes, no further
+                lanes = _LOW[min(8, size - 8 * k)]
+                eq = (t & lanes) == (t[0] & lanes)
+                same = eq if same is None else same & eq
+            if same is not None and same.all():
                 v, good = self.numbers(s[:1], length[:1], [t[:1] for t in tail], ok[:1])
                 return np.full(n, v[0]), np.full(n, good[0])
         first = t0 & np.uint64(0xFF)
