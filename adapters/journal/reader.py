@@ -168,6 +168,8 @@ def _flat_columns(flat: Any) -> tuple[list[str], int, Getter] | None:
     marks = np.zeros(flat.n_lines, dtype=bool)
     for part in flat.templates:
         marks[part.lines] = True
+    if any(_arrow_ambiguous(obj) for _, obj in flat.fallback):
+        return None
     fallback = [(i, _flatten_row(obj)) for i, obj in flat.fallback]
     for i, _ in fallback:
         marks[i] = True
@@ -208,6 +210,14 @@ def _flat_columns(flat: Any) -> tuple[list[str], int, Getter] | None:
         return cache[name]
 
     return names, nrows, getter
+
+
+def _arrow_ambiguous(obj: dict[str, Any]) -> bool:
+    """A null or an empty object somewhere in the row: on fields that hold nothing else, Arrow
+    and the per-line reader disagree (an empty numeric column vs none), so the general reader,
+    whichever path it takes, decides for such a file."""
+    return any(v is None or (isinstance(v, dict) and (not v or _arrow_ambiguous(v)))
+               for v in obj.values())
 
 
 def _missing(values: np.ndarray) -> np.ndarray:
