@@ -223,6 +223,7 @@ class _Matcher:
         self.words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
         self.aligned = buf[:len(buf) // 8 * 8].view("<u8")
         self.limit = len(buf) - PAD  # clamp for positions of lines already failed
+        self.long: dict[tuple[tuple[bytes, ...], int], bool] = {}
 
     def _gather(self, pos: np.ndarray, nbytes: int) -> list[np.ndarray]:
         """The words at pos, pos+8, … covering `nbytes`: aligned words, shifted together (an
@@ -304,20 +305,27 @@ class _Matcher:
                     ok &= self._piece_ok(self._gather(pos, c), piece)
                 ok &= pos + c == end
                 break
-            words = self._gather(pos, c + 16)
+            long = self.long.get((pieces, j), False)  # did this field's numbers pass 7 bytes?
+            words = self._gather(pos, c + (16 if long else 8))
             ok &= self._piece_ok(words, piece)
             s = pos + c
             t0 = self._at(words, c)
-            t1 = self._at(words, c + 8)
             pattern = np.uint64(pieces[j + 1][0] * 0x0101010101010101)
             found, length = self._first(t0, pattern)
-            if not found.all():
-                found1, lane = self._first(t1, pattern)
-                length = np.where(found, length, np.where(found1, lane + 8, 0))
-                found |= found1
-            tail = [t0 ^ _ZEROS, t1 ^ _ZEROS]
+            tail = [t0 ^ _ZEROS]
+            if long:
+                t1 = self._at(words, c + 8)
+                tail.append(t1 ^ _ZEROS)
+                if not found.all():
+                    found1, lane = self._first(t1, pattern)
+                    length = np.where(found, length, np.where(found1, lane + 8, 0))
+                    found |= found1
+                first_word = 2
+            else:
+                length[~found] = 0
+                first_word = 1
             todo = np.flatnonzero(~found & ok)
-            for k in (2,):  # numbers of 16 bytes or more: their third word, for those only
+            for k in range(first_word, MAX_TOKEN // 8):  # longer numbers: more words, those only
                 if len(todo) == 0:
                     break
                 w = self.words[s[todo] + 8 * k]
@@ -328,6 +336,7 @@ class _Matcher:
                 length[todo[found]] = lane[found] + 8 * k
                 todo = todo[~found]
             ok &= length > 0
+            self.long[(pieces, j)] = np.count_nonzero(length >= 8) * 2 > len(length)  # next chunk
             if np.count_nonzero(ok) * 4 < len(ok) * 3:  # most lines failed: stop carrying them
                 keep = np.flatnonzero(ok)
                 idx, s, end, ok, length = idx[keep], s[keep], end[keep], ok[keep], length[keep]
