@@ -31,6 +31,8 @@ MAX_FIELDS = 512
 MAX_TOKEN = 24  # bytes of one number, sign included
 SAMPLES = 64
 MAX_TEMPLATES = 32
+SAMPLED_TEMPLATES = 8
+STRAGGLERS = 16  # lines left for json.loads without looking for their template
 FALLBACK_LINES = 5_000  # json.loads this many lines (~25 ms) rather than import pyarrow (~150 ms)
 
 _ONES = np.uint64(0x0101010101010101)
@@ -129,15 +131,24 @@ def read_flat_jsonl(path: str, *, name: str | None = None, max_fallback: float =
     budget = max(FALLBACK_LINES, int(max_fallback * n_lines))
     out = FlatJsonl(n_lines=n_lines, notes=notes)
     tried: set[tuple[bytes, ...]] = set()
-    for pieces, keys in _sampled_templates(data, remaining):
-        if len(remaining) == 0:
+    # Each template costs a pass over the lines still unmatched, so only shapes the sample saw
+    # twice (or the commonest) are tried, then shapes the sample missed while each still pays:
+    # a file of scattered shapes is handed to read_jsonl after a few passes, not 32.
+    for n_seen, (pieces, keys) in _sampled_templates(data, remaining)[:SAMPLED_TEMPLATES]:
+        if len(remaining) == 0 or (n_seen < 2 and out.templates):
             break
         remaining = _apply(data, pieces, keys, remaining, out, tried)
-    while len(remaining) > budget and len(out.templates) < MAX_TEMPLATES:
-        made = _template_of_line(data, int(remaining[0]))  # a shape the samples missed
-        if made is None or made[0] in tried:
+    if len(remaining) > max(budget, n_lines // 2):  # mostly shapes the sample did not see
+        return None
+    while len(remaining) > STRAGGLERS and len(out.templates) < MAX_TEMPLATES:
+        made = next((t for t in map(lambda i: _template_of_line(data, i), remaining[:8].tolist())
+                     if t is not None and t[0] not in tried), None)  # a shape the samples missed
+        if made is None:
             break
+        before = len(remaining)
         remaining = _apply(data, made[0], made[1], remaining, out, tried)
+        if (before - len(remaining)) * 100 < before:  # under 1% of what was left: not worth it
+            break
     if len(remaining) > budget:
         return None
     for i in remaining.tolist():
@@ -171,8 +182,10 @@ def _apply(data: _Matcher, pieces: tuple[bytes, ...], keys: tuple[str, ...], rem
     return remaining[keep]
 
 
-def _sampled_templates(data: _Matcher, lines: np.ndarray) -> list[tuple[tuple[bytes, ...], tuple[str, ...]]]:
-    """Templates of the first lines and of lines spread through the file, most frequent first."""
+def _sampled_templates(data: _Matcher, lines: np.ndarray
+                       ) -> list[tuple[int, tuple[tuple[bytes, ...], tuple[str, ...]]]]:
+    """(times seen, template) of the first lines and of lines spread through the file, most
+    frequent first."""
     if len(lines) == 0:
         return []
     spread = lines[np.linspace(0, len(lines) - 1, SAMPLES).astype(np.int64)]
@@ -182,7 +195,7 @@ def _sampled_templates(data: _Matcher, lines: np.ndarray) -> list[tuple[tuple[by
         made = _template_of_line(data, i)
         if made is not None:
             counts[made] += 1
-    return [t for t, _ in counts.most_common()]
+    return [(n, t) for t, n in counts.most_common()]
 
 
 def _template_of_line(data: _Matcher, i: int) -> tuple[tuple[bytes, ...], tuple[str, ...]] | None:
