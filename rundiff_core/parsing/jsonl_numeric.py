@@ -393,7 +393,6 @@ class _Matcher:
         total = None
         frac = np.zeros(n, dtype=np.uint8)  # digits after the dot; 0 for an integer
         dots = np.zeros(n, dtype=np.uint8)
-        high = np.zeros(n, dtype=np.uint64)  # non-ASCII lanes
         odd = np.zeros(n, dtype=np.uint64)  # non-digits that are not a dot
         for k in range(width):  # word k: the 8 lanes ending 8k bytes before the token's end
             x = None
@@ -406,19 +405,22 @@ class _Matcher:
             assert x is not None
             if not uniform and k:
                 x = np.where(nw > k, x, np.uint64(0))
-            high |= x
+            # the high bit of every lane that is not 0-9: a lane of 10-127 gets it from the add,
+            # one of 128 or more has it already (its carry may flag the next lane too: safe)
             nd = x + _SEVENS
-            nd &= _HIGH  # the high bit of every lane that is not 0-9
-            count = np.bitwise_count(nd)
-            dots += count
-            sel = nd >> np.uint64(7)
-            sel *= np.uint64(0xFF)
-            odd |= (x ^ _DOTS) & sel
-            x ^= sel & _DOTS  # the dot's lane becomes a 0 digit
-            # lanes after a dot in this word (7 - its lane), counted only where there is one
-            after = np.uint8(8 * k + 7) - (np.bitwise_count(nd - np.uint64(1)) >> np.uint8(3))
-            after *= count != 0
-            frac += after
+            nd |= x
+            nd &= _HIGH
+            if nd.any():  # a dot, a sign's lane or junk somewhere in this word
+                count = np.bitwise_count(nd)
+                dots += count
+                sel = nd >> np.uint64(7)
+                sel *= np.uint64(0xFF)
+                odd |= (x ^ _DOTS) & sel  # a non-digit that is not a dot
+                x ^= sel & _DOTS  # the dot's lane becomes a 0 digit
+                # lanes after a dot in this word (7 - its lane), counted only where there is one
+                after = np.uint8(8 * k + 7) - (np.bitwise_count(nd - np.uint64(1)) >> np.uint8(3))
+                after *= count != 0
+                frac += after
             x = (x * np.uint64(10) + (x >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
             x = (x * np.uint64(100) + (x >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
             x = (x * np.uint64(10000) + (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
@@ -430,8 +432,7 @@ class _Matcher:
         assert total is not None
         has_dot = dots == 1
         int_digits = digits - frac - has_dot
-        fast = (high & _HIGH) == 0
-        fast &= odd == 0
+        fast = odd == 0
         fast &= dots <= 1
         fast &= digits <= 19
         fast &= nw <= width
