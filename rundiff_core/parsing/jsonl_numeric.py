@@ -25,7 +25,8 @@ import numpy as np
 from .jsonl import corrupt_lines_note, torn_tail_cut
 
 PAD = 128  # bytes around the data, so every 8-byte gather stays inside the buffer
-MAX_KEY = 48  # (_KEY_OK spells it too) longer keys, or more than MAX_FIELDS per line: the per-line parser's job
+# longer keys (_KEY_OK spells the 48 too), more fields, longer numbers: json.loads' job
+MAX_KEY = 48
 MAX_FIELDS = 512
 MAX_TOKEN = 24  # bytes of one number, sign included
 SAMPLES = 64
@@ -38,12 +39,9 @@ _ONES = np.uint64(0x0101010101010101)
 _HIGH = np.uint64(0x8080808080808080)
 _ZEROS = np.uint64(0x3030303030303030)  # "00000000"
 _DOTS = np.uint64(0x1E1E1E1E1E1E1E1E)  # "." ^ "0" in every lane
-_SEVENS = np.uint64(0x7676767676767676)  # a lane ≥ 10 gets its high bit when this is added
+_SEVENS = np.uint64(0x7676767676767676)  # a lane of 10-127 gets its high bit when this is added
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)  # low i lanes
-# _LANES[k][d]: the lanes of the k-th word from a token's end that hold its d digit lanes
-_LANES = [np.array([_ALL << np.uint64(8 * (8 - min(8, max(0, d - 8 * k)))) if d > 8 * k else 0
-                    for d in range(MAX_TOKEN + 1)], dtype=np.uint64) for k in range(3)]
 _POW10_U = np.array([10**i for i in range(20)], dtype=np.uint64)
 _POW10_F = np.array([float(10**i) for i in range(20)], dtype=np.float64)  # exact up to 10^22
 _EXTENDED = np.finfo(np.longdouble).nmant == 63  # x87 80-bit: 64-bit significand
