@@ -226,7 +226,7 @@ class _Matcher:
     Work goes in chunks of lines so that every temporary array stays in the CPU cache: the
     arithmetic is a few dozen passes per number, each cheap only while its operands are cached."""
 
-    CHUNK = 1 << 14
+    CHUNK = 1 << 15
 
     def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         self.buf, self.starts, self.ends = buf, starts, ends
