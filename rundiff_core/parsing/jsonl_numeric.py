@@ -33,6 +33,7 @@ SAMPLES = 64
 MAX_TEMPLATES = 32
 SAMPLED_TEMPLATES = 8
 STRAGGLERS = 16  # lines left for json.loads without looking for their template
+SLOW_TOKENS = 256  # more numbers than this (and an eighth of a pass) for float(): decline the file
 FALLBACK_LINES = 5_000  # json.loads this many lines (~25 ms) rather than import pyarrow (~150 ms)
 
 _ONES = np.uint64(0x0101010101010101)
@@ -43,13 +44,22 @@ _SEVENS = np.uint64(0x7676767676767676)  # a lane of 10-127 gets its high bit wh
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)  # low i lanes
 _POW10_U = np.array([10**i for i in range(20)], dtype=np.uint64)
-_POW10_F = np.array([float(10**i) for i in range(20)], dtype=np.float64)  # exact up to 10^22
+_POW10_F = np.array([float(10**i) for i in range(23)], dtype=np.float64)  # exact up to 10^22
 _EXTENDED = np.finfo(np.longdouble).nmant == 63  # x87 80-bit: 64-bit significand
-_TENTHS_L = (np.longdouble(1) / np.array([10**i for i in range(20)], dtype=np.longdouble)
-             if _EXTENDED else None)  # 10^-i rounded to 64 bits
+# 10^-i and 10^i rounded once to 64 bits (glibc's strtold rounds correctly; 10^i is exact up to
+# 10^27). Scales stay where a double is normal for any mantissa below 2^64.
+MIN_SCALE, MAX_SCALE = -300, 280
+_EXTENDED = _EXTENDED and np.longdouble("0.1") != np.longdouble(0.1)  # parsed at 80 bits
+_TENTHS_L = (np.array([np.longdouble(f"1e-{i}") for i in range(-MIN_SCALE + 1)])
+             if _EXTENDED else None)
+_POW10_L = np.array([np.longdouble(f"1e{i}") for i in range(MAX_SCALE + 1)]) if _EXTENDED else None
 _JSON_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _SPECIAL = {b"NaN": float("nan"), b"Infinity": float("inf"), b"-Infinity": float("-inf")}
 _KEY_OK = re.compile(r"[ !#-\[\]-~]{1,48}")  # printable ASCII without `"` and `\`
+
+
+class _Declined(Exception):
+    """Raised inside the matcher when the file is not worth finishing here."""
 
 
 @dataclass
@@ -131,21 +141,24 @@ def read_flat_jsonl(path: str, *, name: str | None = None, max_fallback: float =
     # Each template costs a pass over the lines still unmatched, so only shapes the sample saw
     # twice (or the commonest) are tried, then shapes the sample missed while each still pays:
     # a file of scattered shapes is handed to read_jsonl after a few passes, not 32.
-    for n_seen, (pieces, keys) in _sampled_templates(data, remaining)[:SAMPLED_TEMPLATES]:
-        if len(remaining) == 0 or (n_seen < 2 and out.templates):
-            break
-        remaining = _apply(data, pieces, keys, remaining, out, tried)
-    if len(remaining) > max(budget, n_lines // 2):  # mostly shapes the sample did not see
+    try:
+        for n_seen, (pieces, keys) in _sampled_templates(data, remaining)[:SAMPLED_TEMPLATES]:
+            if len(remaining) == 0 or (n_seen < 2 and out.templates):
+                break
+            remaining = _apply(data, pieces, keys, remaining, out, tried)
+        if len(remaining) > max(budget, n_lines // 2):  # mostly shapes the sample did not see
+            return None
+        while len(remaining) > STRAGGLERS and len(out.templates) < MAX_TEMPLATES:
+            made = next((t for t in map(lambda i: _template_of_line(data, i), remaining[:8].tolist())
+                         if t is not None and t[0] not in tried), None)  # a shape the samples missed
+            if made is None:
+                break
+            before = len(remaining)
+            remaining = _apply(data, made[0], made[1], remaining, out, tried)
+            if (before - len(remaining)) * 100 < before:  # under 1% of what was left: not worth it
+                break
+    except _Declined:
         return None
-    while len(remaining) > STRAGGLERS and len(out.templates) < MAX_TEMPLATES:
-        made = next((t for t in map(lambda i: _template_of_line(data, i), remaining[:8].tolist())
-                     if t is not None and t[0] not in tried), None)  # a shape the samples missed
-        if made is None:
-            break
-        before = len(remaining)
-        remaining = _apply(data, made[0], made[1], remaining, out, tried)
-        if (before - len(remaining)) * 100 < before:  # under 1% of what was left: not worth it
-            break
     if len(remaining) > budget:
         return None
     for i in remaining.tolist():
@@ -356,15 +369,16 @@ class _Matcher:
             values = [v[keep] for v in values]
         return idx, values
 
-    def numbers(self, s: np.ndarray, length: np.ndarray, tail: list[np.ndarray], ok: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def numbers(self, s: np.ndarray, length: np.ndarray, tail: list[np.ndarray], ok: np.ndarray,
+                exp10: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The float json.loads gives for each token buf[s:s+length], and whether it is a JSON
         number (or NaN / Infinity / -Infinity, which Python's json reads too). `tail` holds the
         token's 8-byte words from its start, each byte xor "0" (zero where not needed); only
-        tokens with `ok` set are looked at closely."""
+        tokens with `ok` set are looked at closely. With `exp10`, the tokens are the mantissas of
+        numbers with an exponent (`3e-05`: "3" and -5)."""
         n = len(s)
         t0 = tail[0]
-        if n > 1 and ok.all() and (length == length[0]).all():  # a constant column (a fixed lr…)
+        if n > 1 and exp10 is None and ok.all() and (length == length[0]).all():  # a constant column
             size = int(length[0])
             same = None
             for k, t in enumerate(tail[:(size + 7) // 8]):  # the token's bytes, no further
@@ -377,9 +391,10 @@ class _Matcher:
         first = t0 & np.uint64(0xFF)
         neg = first == (0x2D ^ 0x30)
         any_neg = bool(neg.any())
+        words = list(tail)  # (the caller's `tail` stays as it was: _exponents reads it again)
         if any_neg:  # the sign's lane reads as a leading zero
             lead = np.where(neg, (t0 >> np.uint64(8)) & np.uint64(0xFF), first)
-            tail[0] = t0 = t0 & np.where(neg, ~np.uint64(0xFF), _ALL)
+            words[0] = t0 & np.where(neg, ~np.uint64(0xFF), _ALL)
             digits = length - neg  # lanes after the sign: digits, maybe one dot
         else:
             lead, digits = first, length
@@ -396,9 +411,9 @@ class _Matcher:
             x = None
             for w in range(max(1, k + 1), width + 1) if not uniform else (width,):
                 a = w - 1 - k  # this token's word holding the high lanes of word k
-                part = tail[a] << shift
+                part = words[a] << shift
                 if a:
-                    part |= tail[a - 1] >> back
+                    part |= words[a - 1] >> back
                 x = part if x is None else np.where(nw == w, part, x)
             assert x is not None
             if not uniform and k:
@@ -425,6 +440,8 @@ class _Matcher:
             if total is None:
                 total = x
             else:
+                if k == 2:  # 17-24 lanes: the total fits 64 bits only below 1844 × 10^16
+                    roomy = x <= np.uint64(1843)
                 x *= _POW10_U[8 * k]
                 total += x
         assert total is not None
@@ -432,7 +449,8 @@ class _Matcher:
         int_digits = digits - frac - has_dot
         fast = odd == 0
         fast &= dots <= 1
-        fast &= digits <= 19
+        if width == 3:
+            fast &= roomy
         fast &= nw <= width
         fast &= int_digits >= 1
         fast &= frac >= has_dot  # "1." is not JSON
@@ -440,23 +458,37 @@ class _Matcher:
         fast &= ok
         frac *= fast
         if has_dot.any():
-            low = total % _POW10_U[frac]
+            # the dot's lane read as a 0: total = int part × 10^(frac+1) + fraction; with 20 or
+            # more fraction digits the int part is 0 (the total fits 64 bits) and total is it
+            low = total % _POW10_U[np.minimum(frac, 19)]
             mant = (total - low) // np.uint64(10) + low
-            if not has_dot.all():
-                mant = np.where(has_dot, mant, total)
-            value = mant.astype(np.float64)
-            value /= _POW10_F[frac]
+            mant = np.where(has_dot & (frac < 20), mant, total)
         else:
             mant = total
-            value = mant.astype(np.float64)
+        value = mant.astype(np.float64)
         slow = mant > np.uint64(1 << 53)
         slow |= ~fast
+        if exp10 is None:  # value = mant / 10^frac
+            if has_dot.any():
+                value /= _POW10_F[frac]
+            scale = np.negative(frac, dtype=np.int64)
+        else:  # value = mant × 10^(exp10 - frac), exact by Clinger while both fit a double
+            scale = exp10 - frac
+            slow |= (scale < -22) | (scale > 22)
+            up = np.clip(scale, 0, 22)
+            down = np.clip(-scale, 0, 22)
+            value *= _POW10_F[up]
+            value /= _POW10_F[down]
         slow &= ok
         if _EXTENDED and slow.any():
-            big = np.flatnonzero(fast & slow)
-            # m × 10^-F in 80 bits is within 2 units of its last place of the true quotient; off
-            # a double's rounding midpoint by more than that, rounding it to 53 bits is exact
-            q = mant[big].astype(np.longdouble) * _TENTHS_L[frac[big]]
+            big = np.flatnonzero(fast & slow & (scale >= MIN_SCALE) & (scale <= MAX_SCALE))
+            # m × 10^k in 80 bits, with m exact and 10^k rounded once, is within 2 units of its
+            # last place of the true value; off a double's rounding midpoint by more than that,
+            # rounding it to 53 bits gives the correctly rounded double
+            k = scale[big]
+            factor = np.where(k < 0, _TENTHS_L[np.clip(-k, 0, -MIN_SCALE)],
+                              _POW10_L[np.clip(k, 0, MAX_SCALE)])
+            q = mant[big].astype(np.longdouble) * factor
             low11 = (q.view(np.uint64)[::2] & np.uint64(0x7FF)).astype(np.int64)
             sure = np.abs(low11 - 0x400) > 2
             if not sure.all():
@@ -464,15 +496,55 @@ class _Matcher:
                 q = q[sure]
             value[big] = q.astype(np.float64)
             slow[big] = False
-        if any_neg:
-            value[neg & (has_dot | (mant != 0))] *= -1  # "-0" is the int 0
+        if any_neg:  # "-0" is the int 0; "-0.0" and "-0e1" are floats
+            value[neg & (has_dot | (mant != 0) | (exp10 is not None))] *= -1
         good = ok & ~slow
-        for i in np.flatnonzero(slow).tolist():  # exponents, NaN, Infinity, very long numbers
+        if exp10 is not None:  # a mantissa the fast path could not take: the caller's float()
+            return value, good
+        if (odd != 0).any():
+            self._exponents(s, length, tail, ok & (odd != 0), value, good)
+        slow = ok & ~good
+        if np.count_nonzero(slow) > max(SLOW_TOKENS, n // 8):
+            raise _Declined  # a column of numbers only float() reads: the general reader's job
+        for i in np.flatnonzero(slow).tolist():  # NaN, Infinity, very long numbers
             got = _py_number(bytes(self.buf[s[i]:s[i] + length[i]]))
             if got is not None:
                 value[i] = got
                 good[i] = True
         return value, good
+
+    def _exponents(self, s: np.ndarray, length: np.ndarray, tail: list[np.ndarray],
+                   which: np.ndarray, value: np.ndarray, good: np.ndarray) -> None:
+        """Numbers with an exponent (`3e-05`, `1.5E+7`): the mantissa parsed like any number,
+        the exponent (sign, one to three digits) read here; fills `value` and `good`."""
+        sub = np.flatnonzero(which)
+        at = np.full(len(sub), MAX_TOKEN, dtype=np.int64)  # the "e" or "E", from the start
+        for k in reversed(range(len(tail))):
+            x = tail[k][sub] | np.uint64(0x2020202020202020)  # "e" ^ "0" and "E" ^ "0" alike
+            found, lane = self._first(x, np.uint64(0x7575757575757575))
+            np.copyto(at, lane + 8 * k, where=found)
+        end = s[sub] + length[sub]
+        pos = s[sub] + at + 1
+        sign = self.buf[np.minimum(pos, self.limit)]
+        signed = (sign == 0x2B) | (sign == 0x2D)
+        pos += signed
+        count = end - pos
+        fine = (at < length[sub]) & (count >= 1) & (count <= 3)
+        exp = np.zeros(len(sub), dtype=np.int64)
+        for j in range(3):
+            d = self.buf[np.minimum(pos + j, self.limit)].astype(np.int64) - 0x30
+            inside = j < count
+            fine &= ~inside | ((d >= 0) & (d <= 9))
+            exp = np.where(inside, exp * 10 + d, exp)
+        exp = np.where(sign == 0x2D, -exp, exp)
+        keep = np.flatnonzero(fine)
+        if len(keep) == 0:
+            return
+        rows = sub[keep]
+        got, ok = self.numbers(s[rows], at[keep], [t[rows] for t in tail], np.ones(len(rows), bool),
+                               exp10=exp[keep])
+        value[rows[ok]] = got[ok]
+        good[rows[ok]] = True
 
 
 def _py_number(tok: bytes) -> float | None:

@@ -96,6 +96,9 @@ def _expected(token: str) -> float | None:
 @SETTINGS
 @given(tokens=st.lists(TOKENS, min_size=1, max_size=40))
 @example(tokens=["1700000000.1000001", "0.1", "12345678901234567", "5e-324", "-0.0", "-0"])
+@example(tokens=["2.9999999999177532e-05", "-2.4e-05", "1e-300", "1.7976931348623157e+308",
+                 "5e-324", "2.2250738585072014e-308", "1E+2", "-0e5", "0e-0", "1e05", "1.5E+7",
+                 "0.0003333333333333333", "1.2345678901234567e-200", "9.999999999999999e+279"])
 @example(tokens=["7.6323781486597988", "901.8791794443095", "14369257.4929333115"])  # 80-bit
 # division lands on a double's midpoint: rounding that again to 53 bits would be off by one ulp
 def test_every_number_token_parses_as_json_does(tmp_path_factory, tokens):
@@ -227,3 +230,14 @@ def test_scattered_shapes_are_handed_over_after_a_few_passes(tmp_path, monkeypat
     assert flat is not None and len(flat.templates) == 5 and not flat.fallback
     _same(path, monkeypatch, key_order=False)
     assert reader.read_metrics(path)[0].keys == ["k0", "k1", "k2", "k3", "k4"]  # first seen
+
+
+def test_a_schedule_logged_with_exponents_stays_on_the_numpy_path(tmp_path, monkeypatch):
+    """json.dumps writes a small learning rate as `2.9999999999177532e-05`: such columns are
+    parsed vectorised too (one float() per number would make the file slower than pyarrow)."""
+    rows = [json.dumps({"step": i, "loss": round(2 / (i + 1), 6),
+                        "lr": 3e-5 * (1 + math.cos(i / 3e4 * math.pi)) / 2}) for i in range(30_000)]
+    path = _write(tmp_path, rows)
+    flat = read_flat_jsonl(path)
+    assert flat is not None and len(flat.templates) == 1 and not flat.fallback
+    _same(path, monkeypatch, key_order=False)
