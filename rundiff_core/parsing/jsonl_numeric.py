@@ -24,9 +24,9 @@ import numpy as np
 
 from .jsonl import corrupt_lines_note, torn_tail_cut
 
-PAD = 128  # bytes around the data, so every 8-byte gather stays inside the buffer
-# longer keys (_KEY_OK spells the 48 too), more fields, longer numbers: json.loads' job
-MAX_KEY = 48
+PAD = 256  # bytes around the data, so every 8-byte gather stays inside the buffer
+# longer keys (_KEY_OK spells the 120 too), more fields, longer numbers: json.loads' job
+MAX_KEY = 120
 MAX_FIELDS = 512
 MAX_TOKEN = 24  # bytes of one number, sign included
 SAMPLES = 64
@@ -55,7 +55,7 @@ _TENTHS_L = (np.array([np.longdouble(f"1e-{i}") for i in range(-MIN_SCALE + 1)])
 _POW10_L = np.array([np.longdouble(f"1e{i}") for i in range(MAX_SCALE + 1)]) if _EXTENDED else None
 _JSON_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _SPECIAL = {b"NaN": float("nan"), b"Infinity": float("inf"), b"-Infinity": float("-inf")}
-_KEY_OK = re.compile(r"[ !#-\[\]-~]{1,48}")  # printable ASCII without `"` and `\`
+_KEY_OK = re.compile(r"[ !#-\[\]-~]{1,120}")  # printable ASCII without `"` and `\`
 
 
 class _Declined(Exception):
@@ -127,6 +127,7 @@ def read_flat_jsonl(path: str, *, name: str | None = None, max_fallback: float =
     ends = np.empty_like(starts)
     ends[:-1] = nl
     ends[-1] = PAD + cut
+    ends -= buf[np.maximum(ends - 1, 0)] == 0x0D  # a CRLF line ends before its "\r" (whitespace)
     if starts[-1] == ends[-1]:  # the data ends with a newline: no last line after it
         starts, ends = starts[:-1], ends[:-1]
     n_lines = len(starts)

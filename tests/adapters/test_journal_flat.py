@@ -241,3 +241,14 @@ def test_a_schedule_logged_with_exponents_stays_on_the_numpy_path(tmp_path, monk
     flat = read_flat_jsonl(path)
     assert flat is not None and len(flat.templates) == 1 and not flat.fallback
     _same(path, monkeypatch, key_order=False)
+
+
+def test_crlf_lines_and_long_keys_stay_on_the_numpy_path(tmp_path, monkeypatch):
+    key = "train/loss_components/policy_gradient_loss_clipped_by_ratio"  # 59 characters
+    rows = [json.dumps({"step": i, key: 1.0 / (i + 1)}) for i in range(3000)]
+    path = os.path.join(tmp_path, "metrics.jsonl")
+    with open(path, "wb") as fh:
+        fh.write(("\r\n".join(rows) + "\r\n").encode())
+    flat = read_flat_jsonl(path)
+    assert flat is not None and len(flat.templates) == 1 and not flat.fallback
+    _same(path, monkeypatch)
