@@ -119,6 +119,8 @@ def read_flat_jsonl(path: str, *, name: str | None = None, max_fallback: float =
     buf, n = _read_padded(path)
     notes: list[str] = []
     cut = torn_tail_cut(memoryview(buf)[PAD:PAD + n], label, notes)
+    if cut > (1 << 20) and not _any_flat_line(buf, cut):
+        return None  # strings, nested objects…: no need to index every line to know
     nl = np.flatnonzero(buf[PAD:PAD + cut] == 10)
     nl += PAD
     starts = np.empty(len(nl) + 1, dtype=np.int64)
@@ -180,6 +182,19 @@ def read_flat_jsonl(path: str, *, name: str | None = None, max_fallback: float =
     return out
 
 
+def _any_flat_line(buf: np.ndarray, cut: int) -> bool:
+    """Whether any of the whole lines around SAMPLES offsets spread through the data is a flat
+    object of numbers (a few KiB read, no index of the lines)."""
+    for off in np.linspace(PAD, PAD + cut - 1, SAMPLES).astype(np.int64).tolist():
+        window = bytes(buf[max(PAD, off - 4096):min(PAD + cut, off + 4096)])
+        mid = off - max(PAD, off - 4096)
+        start = window.rfind(b"\n", 0, mid) + 1
+        end = window.find(b"\n", mid)
+        if start and end >= 0 and _template_of(window[start:end].rstrip(b"\r")) is not None:
+            return True
+    return False
+
+
 def _apply(data: _Matcher, pieces: tuple[bytes, ...], keys: tuple[str, ...], remaining: np.ndarray,
            out: FlatJsonl, tried: set[tuple[bytes, ...]]) -> np.ndarray:
     """Match one template against the remaining lines; returns the lines still unmatched."""
@@ -214,7 +229,10 @@ def _template_of_line(data: _Matcher, i: int) -> tuple[tuple[bytes, ...], tuple[
 
     Only the keys and the two separators are taken from the line; whether it really has that
     shape (and valid numbers) is for the matcher to prove, on this line like on every other."""
-    line = bytes(data.buf[data.starts[i]:data.ends[i]])
+    return _template_of(bytes(data.buf[data.starts[i]:data.ends[i]]))
+
+
+def _template_of(line: bytes) -> tuple[tuple[bytes, ...], tuple[str, ...]] | None:
     try:
         obj = json.loads(line)
     except ValueError:
