@@ -74,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "YamlRefused": "parsing.yamlsafe",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
+    "FlatJsonl": "parsing.jsonl_numeric",
+    "read_flat_jsonl": "parsing.jsonl_numeric",
     "step_notes": "parsing.fidelity",
     # what a trajectory importer fills
     "TaskRecord": "trajectories.model",
@@ -107,6 +109,7 @@ __all__ = [
     "HistoryColumns",
     "InputError",
     "JsonlResult",
+    "FlatJsonl",
     "MetricNotFoundError",
     "MissingDependencyError",
     "OptionSpec",
@@ -158,6 +161,7 @@ __all__ = [
     "pick_finish",
     "protobuf",
     "read_jsonl",
+    "read_flat_jsonl",
     "redact_text",
     "seed_folder_siblings",
     "seed_from_config",
@@ -241,6 +245,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.codes import factorize
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
+    from .parsing.jsonl_numeric import FlatJsonl, read_flat_jsonl
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain

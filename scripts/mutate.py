@@ -38,7 +38,7 @@ GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
               ["tests/core/test_align_rules.py", "tests/core/test_stats_align_redact.py",
                "tests/compare/test_compare_engine.py",
                "tests/compare/test_compare_align_names_groups.py"]),
-    "jsonl": (f"{CORE}/parsing/jsonl.py", ["_torn_tail_cut", "read_jsonl"],
+    "jsonl": (f"{CORE}/parsing/jsonl.py", ["torn_tail_cut", "read_jsonl"],
               ["tests/adapters/test_journal_tail.py", "tests/adapters/test_journal.py"]),
     "tfrecord": ("rundiff_adapters/tensorboard/tfrecord.py", None,
                  ["tests/adapters/test_tfrecord_damage.py", "tests/adapters/test_tensorboard_format.py"]),

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from rundiff_core import (
-    HistoryColumns,
-    RunEvent,
-    YamlRefused,
-    load_yaml_plain,
-    numeric_column,
-    read_jsonl,
-    step_notes,
-)
+from rundiff_core import HistoryColumns, RunEvent, step_notes
+
+# pyarrow (~0.15 s to import here), polars and PyYAML are imported where they are used: a flat
+# metrics.jsonl is read with numpy alone, and `rundiff ls` pays for no reader it does not run.
 
 STEP_FIELDS = ("step", "_step", "global_step", "iteration", "iter")
 TIME_FIELDS = ("time", "wall_time", "timestamp", "_timestamp", "ts")
@@ -30,8 +24,12 @@ def _first(names: Sequence[str], available: Sequence[str]) -> str | None:
     return next((n for n in names if n in available), None)
 
 
-def _arrow_numeric(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+def _arrow_numeric(col: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """(values as float64, present mask) for a numeric/bool Arrow column; None for text."""
+    import pyarrow as pa
+
+    from rundiff_core import numeric_column
+
     t = col.type
     if not (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
             or pa.types.is_null(t)):
@@ -55,23 +53,19 @@ def _py_numeric(rows: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.nd
 def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[HistoryColumns, list[str]]:
     """Every point of metrics.jsonl (wide or long rows) as canonical history columns, plus notes.
 
-    Columns, not a DataFrame: `rundiff ls` and the one-metric-at-a-time engines never need pandas."""
-    res = read_jsonl(path, name=os.path.basename(path))
-    notes = list(res.notes)
-    if res.table is not None:
-        table = res.table
-        while any(pa.types.is_struct(f.type) for f in table.schema):
-            table = table.flatten()
-        names = table.column_names
-        nrows = table.num_rows
-        getter = lambda name: _arrow_numeric(table.column(name))  # noqa: E731
-        text = lambda name: table.column(name).to_pylist()  # noqa: E731
+    Columns, not a DataFrame: `rundiff ls` and the one-metric-at-a-time engines never need pandas.
+    Flat rows of numbers (the usual file) are parsed by numpy alone; anything else by
+    `read_jsonl` (pyarrow or polars, or json per line) — the same rows either way."""
+    from rundiff_core import read_flat_jsonl
+
+    flat = read_flat_jsonl(path, name=os.path.basename(path))
+    got_flat = _flat_columns(flat) if flat is not None else None
+    if got_flat is not None:
+        names, nrows, getter = got_flat
+        notes = list(flat.notes)
+        text = None  # no long rows here: _flat_columns declined them
     else:
-        rows = [_flatten_row(r) for r in (res.rows or [])]
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        nrows = len(rows)
-        getter = lambda name: _py_numeric(rows, name)  # noqa: E731
-        text = lambda name: [r.get(name) for r in rows]  # noqa: E731
+        names, nrows, getter, text, notes = _jsonl_columns(path)
     if nrows == 0:
         return HistoryColumns.empty(), notes
     step_name = _first(STEP_FIELDS, names)
@@ -84,9 +78,10 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[HistoryC
     else:
         got = getter(step_name)
         steps = got[0] if got else np.arange(nrows, dtype="float64")
-    wall = getter(time_name)[0] if time_name and getter(time_name) else np.full(nrows, np.nan)
+    got_time = getter(time_name) if time_name else None
+    wall = got_time[0] if got_time else np.full(nrows, np.nan)
 
-    if key_name is not None and "value" in names:  # long rows
+    if key_name is not None and "value" in names and text is not None:  # long rows
         got = getter("value")
         values, present = got if got else (np.full(nrows, np.nan), np.zeros(nrows, bool))
         key_values = np.asarray(text(key_name), dtype=object)
@@ -143,6 +138,88 @@ def read_metrics(path: str, keys: Sequence[str] | None = None) -> tuple[HistoryC
     return cols, notes
 
 
+Getter = Callable[[str], "tuple[np.ndarray, np.ndarray] | None"]
+
+
+def _jsonl_columns(path: str) -> tuple[list[str], int, Getter, Callable[[str], list[Any]], list[str]]:
+    """(names, rows, numeric getter, text getter, notes) from the general JSONL reader."""
+    from rundiff_core import read_jsonl
+
+    res = read_jsonl(path, name=os.path.basename(path))
+    notes = list(res.notes)
+    if res.table is not None:
+        import pyarrow as pa
+
+        table = res.table
+        while any(pa.types.is_struct(f.type) for f in table.schema):
+            table = table.flatten()
+        return (table.column_names, table.num_rows,
+                lambda name: _arrow_numeric(table.column(name)),
+                lambda name: table.column(name).to_pylist(), notes)
+    rows = [_flatten_row(r) for r in (res.rows or [])]
+    return (list(dict.fromkeys(k for r in rows for k in r)), len(rows),
+            lambda name: _py_numeric(rows, name), lambda name: [r.get(name) for r in rows], notes)
+
+
+def _flat_columns(flat: Any) -> tuple[list[str], int, Getter] | None:
+    """(names, rows, numeric getter) from the numpy reader's templates and json.loads'd lines:
+    the columns the per-line path builds from the same rows. None for long rows (`key` and
+    `value` fields), which need the general path's text columns."""
+    marks = np.zeros(flat.n_lines, dtype=bool)
+    for part in flat.templates:
+        marks[part.lines] = True
+    if any(_arrow_ambiguous(obj) for _, obj in flat.fallback):
+        return None
+    fallback = [(i, _flatten_row(obj)) for i, obj in flat.fallback]
+    for i, _ in fallback:
+        marks[i] = True
+    rowpos = np.cumsum(marks) - 1
+    nrows = int(marks.sum())
+    seen = [(int(part.lines[0]), j, k) for part in flat.templates for j, k in enumerate(part.keys)]
+    seen += [(i, j, k) for i, row in fallback for j, k in enumerate(row)]
+    names = list(dict.fromkeys(k for _, _, k in sorted(seen)))
+    if "value" in names and any(f in names for f in KEY_FIELDS):
+        return None
+    whole = len(flat.templates) == 1 and not fallback and len(flat.templates[0].lines) == nrows
+    fallback_rows = [(int(rowpos[i]), row) for i, row in fallback]
+    places = [rowpos[part.lines] for part in flat.templates]
+    cache: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def getter(name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        if name in cache:
+            return cache[name]
+        if whole and name in flat.templates[0].keys:
+            got = flat.templates[0].values[flat.templates[0].keys.index(name)]
+            cache[name] = (got, np.ones(nrows, dtype=bool))
+            return cache[name]
+        values = np.full(nrows, np.nan)
+        present = np.zeros(nrows, dtype=bool)
+        saw_number = False
+        for part, where in zip(flat.templates, places, strict=True):
+            if name in part.keys:
+                values[where] = part.values[part.keys.index(name)]
+                present[where] = True
+                saw_number = True
+        for row_at, row in fallback_rows:
+            v = row.get(name)
+            if isinstance(v, bool | int | float):
+                values[row_at] = float(v)
+                present[row_at] = True
+                saw_number = True
+        cache[name] = (values, present) if saw_number else None
+        return cache[name]
+
+    return names, nrows, getter
+
+
+def _arrow_ambiguous(obj: dict[str, Any]) -> bool:
+    """A null or an empty object somewhere in the row: on fields that hold nothing else, Arrow
+    and the per-line reader disagree (an empty numeric column vs none), so the general reader,
+    whichever path it takes, decides for such a file."""
+    return any(v is None or (isinstance(v, dict) and (not v or _arrow_ambiguous(v)))
+               for v in obj.values())
+
+
 def _missing(values: np.ndarray) -> np.ndarray:
     """None/NaN cells of an object array (what pandas.isna says, without pandas)."""
     return np.array([v is None or (isinstance(v, float) and v != v) for v in values], dtype=bool)
@@ -161,6 +238,8 @@ def _flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def read_events(path: str) -> tuple[list[RunEvent], list[str]]:
     """events.jsonl rows → RunEvents; the kind comes from `event`, `type` or `kind`."""
+    from rundiff_core import read_jsonl
+
     res = read_jsonl(path, name=os.path.basename(path))
     # Plain Python rows (lists stay lists, so redaction descends into payloads); a field another
     # row has and this one lacks is null in the Arrow table: drop it, as the per-line path does.
@@ -197,6 +276,8 @@ def read_yaml(path: str) -> tuple[dict[str, Any], list[str]]:
     text = read_text(path)
     if text is None:
         return {}, []
+    from rundiff_core import YamlRefused, load_yaml_plain
+
     try:
         data = load_yaml_plain(text, os.path.basename(path))
     except YamlRefused as exc:

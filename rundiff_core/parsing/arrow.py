@@ -27,7 +27,9 @@ def numeric_column(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndar
     """(values as float64 with NaN where null, present mask) of a numeric or boolean column."""
     if pa.types.is_boolean(col.type):
         col = pc.cast(col, pa.int8())
-    col = pc.cast(col, pa.float64())
+    # unchecked: an integer past 2^53 (a nanosecond timestamp) rounds to the nearest double, as
+    # float(int) does, instead of raising
+    col = pc.cast(col, pa.float64(), safe=False)
     values, present = [], []
     for chunk in _chunks(col):
         n = len(chunk)

@@ -12,10 +12,10 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.json as pa_json
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _NON_SPACE = re.compile(rb"\S")
 # polars parses large files ~1.7× faster than pyarrow but costs more per call: small files go
@@ -44,7 +44,7 @@ class JsonlResult:
         return pd.DataFrame(self.rows or [])
 
 
-def _torn_tail_cut(raw: memoryview | bytes, name: str, notes: list[str]) -> int:
+def torn_tail_cut(raw: memoryview | bytes, name: str, notes: list[str]) -> int:
     """Length of `raw` to parse: a torn last line (a run being written) is cut with a note."""
     n = len(raw)
     if n == 0 or raw[n - 1 : n] == b"\n":
@@ -116,7 +116,7 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
     result = JsonlResult()
     with open(path, "rb") as fh:
         raw = fh.read()
-    cut = _torn_tail_cut(raw, label, result.notes)
+    cut = torn_tail_cut(raw, label, result.notes)
     if _NON_SPACE.search(raw, 0, cut) is None:
         result.rows = []
         return result
@@ -125,6 +125,9 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
         result.table = table
         return result
     if raw.find(b"NaN", 0, cut) < 0 and raw.find(b"Infinity", 0, cut) < 0:
+        import pyarrow as pa  # here, not at import: the numpy-only readers never need it
+        import pyarrow.json as pa_json
+
         try:
             buf = pa.py_buffer(raw)
             if cut < len(raw):
@@ -153,10 +156,13 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
         else:
             result.skipped_lines.append(i)
     if result.skipped_lines:
-        shown = ", ".join(map(str, result.skipped_lines[:5]))
-        more = "…" if len(result.skipped_lines) > 5 else ""
-        result.notes.append(
-            f"{label}: {len(result.skipped_lines)} corrupt line(s) skipped (line {shown}{more})"
-        )
+        result.notes.append(corrupt_lines_note(label, result.skipped_lines))
     result.rows = rows
     return result
+
+
+def corrupt_lines_note(label: str, skipped: list[int]) -> str:
+    """The one note for lines that are not JSON objects (their 1-based numbers, first five)."""
+    shown = ", ".join(map(str, skipped[:5]))
+    more = "…" if len(skipped) > 5 else ""
+    return f"{label}: {len(skipped)} corrupt line(s) skipped (line {shown}{more})"
