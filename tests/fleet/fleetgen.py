@@ -65,3 +65,32 @@ def wait_for_pause(marker: Path, alive, timeout: float = 120.0) -> tuple[str, in
         time.sleep(0.01)
     point, pid = marker.read_text().split()
     return point, int(pid)
+
+
+def write_tb_runs(root: Path, tbx, runs: tuple[tuple[str, int], ...] = (("run-a", 45), ("run-b", 38)),
+                  every: int = 10) -> None:
+    """TensorBoard runs written by tensorboardX: `loss` with a spike at point 20, and
+    `eval/accuracy` every 5th point, at steps `every` apart."""
+    for name, n in runs:
+        writer = tbx.SummaryWriter(str(root / name))
+        for i in range(n):
+            writer.add_scalar("loss", 1.0 / (i + 1) if i != 20 else 40.0, i * every)
+            if i % 5 == 0:
+                writer.add_scalar("eval/accuracy", 0.5 + i / 100, i * every)
+        writer.close()
+
+
+def write_mlflow_runs(root: Path, mlflow, *, every: int = 13, duplicate_at: int = 7,
+                      lrs: tuple[float, ...] = (0.01, 0.02)) -> None:
+    """MLflow runs written by the mlflow client into a file store: 30 `loss` points at steps
+    `every` apart, one step logged twice (the last logged value wins)."""
+    client = mlflow.MlflowClient(tracking_uri=f"file://{root}")
+    exp = client.create_experiment("fleet-exp")
+    for r, lr in enumerate(lrs):
+        run = client.create_run(exp, run_name=f"ml-{r}")
+        client.log_param(run.info.run_id, "lr", lr)
+        for i in range(30):
+            client.log_metric(run.info.run_id, "loss", 2.0 / (i + 1) + r, step=i * every)
+            if i == duplicate_at:
+                client.log_metric(run.info.run_id, "loss", 0.25, step=i * every)
+        client.set_terminated(run.info.run_id)

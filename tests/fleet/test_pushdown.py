@@ -12,7 +12,7 @@ import os
 import shutil
 
 import pytest
-from fleetgen import write_fleet
+from fleetgen import write_fleet, write_mlflow_runs, write_tb_runs
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
@@ -294,24 +294,9 @@ def test_a_mixed_backend_fleet_ranks_the_same(tmp_path, capsys, monkeypatch):
 
     write_fleet(tmp_path / "journal", arms=2, seeds=2, steps=40)
     write_tricky(tmp_path / "tricky")
-    for name, n in (("run-a", 45), ("run-b", 38)):
-        writer = tbx.SummaryWriter(str(tmp_path / "tb" / name))
-        for i in range(n):
-            writer.add_scalar("loss", 1.0 / (i + 1) if i != 20 else 40.0, i * 10)
-            if i % 5 == 0:
-                writer.add_scalar("eval/accuracy", 0.5 + i / 100, i * 10)
-        writer.close()
+    write_tb_runs(tmp_path / "tb", tbx)
     monkeypatch.chdir(tmp_path)
-    client = mlflow.MlflowClient(tracking_uri=f"file://{tmp_path / 'mlruns'}")
-    exp = client.create_experiment("fleet-exp")
-    for r in range(2):
-        run = client.create_run(exp, run_name=f"ml-{r}")
-        client.log_param(run.info.run_id, "lr", 0.01)
-        for i in range(30):
-            client.log_metric(run.info.run_id, "loss", 2.0 / (i + 1) + r, step=i * 13)
-            if i == 7:  # a duplicate step
-                client.log_metric(run.info.run_id, "loss", 0.25, step=i * 13)
-        client.set_terminated(run.info.run_id)
+    write_mlflow_runs(tmp_path / "mlruns", mlflow, lrs=(0.01, 0.01))
     sources = [f"journal:{tmp_path / 'journal'}", f"journal:{tmp_path / 'tricky'}",
                f"tb:{tmp_path / 'tb'}", f"mlflow:{tmp_path / 'mlruns'}"]
     dataset = tmp_path / "fleet"

@@ -12,7 +12,7 @@ import time
 import types
 
 import pytest
-from fleetgen import write_fleet
+from fleetgen import write_fleet, write_mlflow_runs, write_tb_runs
 from test_pushdown import _rows, write_tricky
 
 import rundiff_core.commands.watch as watch_cmd
@@ -330,24 +330,9 @@ def test_a_mixed_backend_fleet_compares_and_watches_the_same(tmp_path, capsys, m
     mlflow = pytest.importorskip("mlflow")
 
     write_shapes(tmp_path / "journal")
-    for name, n in (("run-a", 45), ("run-b", 38)):
-        writer = tbx.SummaryWriter(str(tmp_path / "tb" / name))
-        for i in range(n):
-            writer.add_scalar("loss", 1.0 / (i + 1) if i != 20 else 40.0, i * 3)
-            if i % 5 == 0:
-                writer.add_scalar("eval/accuracy", 0.5 + i / 100, i * 3)
-        writer.close()
+    write_tb_runs(tmp_path / "tb", tbx, every=3)
     monkeypatch.chdir(tmp_path)
-    client = mlflow.MlflowClient(tracking_uri=f"file://{tmp_path / 'mlruns'}")
-    exp = client.create_experiment("fleet-exp")
-    for r in range(2):
-        run = client.create_run(exp, run_name=f"ml-{r}")
-        client.log_param(run.info.run_id, "lr", 0.01 * (r + 1))
-        for i in range(30):
-            client.log_metric(run.info.run_id, "loss", 2.0 / (i + 1) + r, step=i * 7)
-            if i == 12:  # a duplicate step
-                client.log_metric(run.info.run_id, "loss", 0.25, step=i * 7)
-        client.set_terminated(run.info.run_id)
+    write_mlflow_runs(tmp_path / "mlruns", mlflow, every=7, duplicate_at=12)
     sources = [f"journal:{tmp_path / 'journal'}", f"tb:{tmp_path / 'tb'}",
                f"mlflow:{tmp_path / 'mlruns'}"]
     dataset = tmp_path / "fleet"

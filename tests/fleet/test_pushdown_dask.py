@@ -13,6 +13,7 @@ import math
 import shutil
 
 import pytest
+from fleetgen import write_mlflow_runs, write_tb_runs
 from test_pushdown import write_tricky
 
 from rundiff_core.cli import main
@@ -25,29 +26,6 @@ pytest.importorskip("dask.dataframe")
 pytest.importorskip("dask.distributed")
 
 
-def _write_tb(root, tbx) -> None:
-    for name, n in (("tb-a", 45), ("tb-b", 30)):  # tb-b stops early
-        writer = tbx.SummaryWriter(str(root / name))
-        for i in range(n):
-            writer.add_scalar("loss", 1.0 / (i + 1) if i != 20 else 40.0, i * 10)
-            if i % 5 == 0:
-                writer.add_scalar("eval/accuracy", 0.5 + i / 100, i * 10)
-        writer.close()
-
-
-def _write_mlflow(root, mlflow) -> None:
-    client = mlflow.MlflowClient(tracking_uri=f"file://{root}")
-    exp = client.create_experiment("fleet-exp")
-    for r in range(2):
-        run = client.create_run(exp, run_name=f"ml-{r}")
-        client.log_param(run.info.run_id, "lr", 0.01 * (r + 1))
-        for i in range(30):
-            client.log_metric(run.info.run_id, "loss", 2.0 / (i + 1) + r, step=i * 13)
-            if i == 7:  # a duplicate step: the last logged value wins
-                client.log_metric(run.info.run_id, "loss", 0.25, step=i * 13)
-        client.set_terminated(run.info.run_id)
-
-
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
     """(sources, dataset): a mixed-backend fleet whose pack misses one run and has one stale
@@ -58,8 +36,8 @@ def mixed(tmp_path_factory):
     pytest.importorskip("rundiff_adapters.mlflow.source")
     tmp = tmp_path_factory.mktemp("mixed")
     write_tricky(tmp / "tricky")
-    _write_tb(tmp / "tb", tbx)
-    _write_mlflow(tmp / "mlruns", mlflow)
+    write_tb_runs(tmp / "tb", tbx, (("tb-a", 45), ("tb-b", 30)))  # tb-b stops early
+    write_mlflow_runs(tmp / "mlruns", mlflow)
     sources = [f"journal:{tmp / 'tricky'}", f"tb:{tmp / 'tb'}", f"mlflow:{tmp / 'mlruns'}"]
     dataset = tmp / "fleet"
     s = export_fleet(sources, str(dataset), workers=0, progress=False)
