@@ -24,6 +24,7 @@ import numpy as np
 
 POLY = 0x82F63B78  # CRC32C (Castagnoli), reflected
 MAX_WORDS = 8  # spans of up to 64 bytes are hashed in numpy; longer ones by the C extension
+BLOCK = 1 << 16  # spans hashed together
 _LEAD = np.array([((1 << 64) - 1) << (8 * k) & ((1 << 64) - 1) for k in range(9)], np.uint64)
 _tables: list[np.ndarray] = []
 
@@ -65,6 +66,23 @@ def crc32c_many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
     """`crc32c(buf[s:s+n])` for every (s, n), as uint64; spans must lie inside `buf` (uint8)."""
     starts = np.asarray(starts, np.int64)
     lengths = np.asarray(lengths, np.int64)
+    return _blocks(_many, buf, starts, lengths)
+
+
+def _blocks(fn, buf: np.ndarray, *cols: np.ndarray) -> np.ndarray:
+    """`fn` over blocks of BLOCK spans: a few hundred KB of temporaries, reused block after
+    block, instead of tens of MB of fresh pages per step (page faults cost more than the
+    arithmetic in a fresh process)."""
+    n = len(cols[0])
+    if n <= BLOCK:
+        return fn(buf, *cols)
+    out = np.empty(n, np.uint64)
+    for lo in range(0, n, BLOCK):
+        out[lo:lo + BLOCK] = fn(buf, *(c[lo:lo + BLOCK] for c in cols))
+    return out
+
+
+def _many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     out = np.empty(len(starts), np.uint64)
     if not len(starts):
         return out
@@ -86,7 +104,7 @@ def crc32c_many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
     if len(buf) < 8:  # too short for one word: hash a zero-padded copy (leading zeros are free)
         padded = np.zeros(8, np.uint8)
         padded[8 - len(buf):] = buf
-        return crc32c_many(padded, starts + 8 - len(buf), lengths)
+        return _many(padded, starts + 8 - len(buf), lengths)
     view = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
     present = np.flatnonzero(np.bincount(words[short] if not short.all() else words))
     whole = bool(short.all()) and len(present) == 1
@@ -121,7 +139,10 @@ def crc32c_many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
 
 def crc32c_u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """`crc32c(buf[p:p+8])` for every offset `p` (a TFRecord length field), as uint64."""
-    pos = np.asarray(pos, np.int64)
+    return _blocks(_u64, buf, np.asarray(pos, np.int64))
+
+
+def _u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     if not len(pos):
         return np.empty(0, np.uint64)
     if not _tables:

@@ -15,10 +15,11 @@ fields for the same bytes (tested on mixed and damaged files).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+BLOCK = 1 << 16  # records matched together
 MIN_LENGTH = 23  # 9 (wall_time) + 2 (step) + 2 + 2 + 2 (three headers) + 0 (tag) + 5 (float)
 
 
@@ -46,6 +47,26 @@ def match_simple_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
     """
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
+    if len(buf) < MIN_LENGTH or len(starts) <= BLOCK:
+        return _match_block(buf, starts, ends)
+    # block by block: temporaries of a few hundred KB reused, instead of fresh pages per step;
+    # each block's answers are written straight into the whole-file arrays
+    n = len(starts)
+    names = [f.name for f in fields(SimpleScalars)]
+    out = {name: np.empty(n, bool if name == "hit" else np.uint64 if name == "step" else np.int64)
+           for name in names}
+    k = 0
+    for lo in range(0, n, BLOCK):
+        b = _match_block(buf, starts[lo:lo + BLOCK], ends[lo:lo + BLOCK])
+        out["hit"][lo:lo + BLOCK] = b.hit
+        m = len(b.step)
+        for name in names[1:]:
+            out[name][k:k + m] = getattr(b, name)
+        k += m
+    return SimpleScalars(out["hit"], *(out[name][:k] for name in names[1:]))
+
+
+def _match_block(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> SimpleScalars:
     hit = np.zeros(len(starts), bool)
     if len(buf) < MIN_LENGTH:
         z = np.empty(0, np.int64)

@@ -139,22 +139,20 @@ def _chain(data: bytes, size: int) -> tuple[np.ndarray, int] | None:
     n = size - HEADER - FOOTER + 1  # offsets where a complete empty record could start
     lengths_at = np.ndarray((n,), dtype="<u8", buffer=data, strides=(1,))
     crcs_at = np.ndarray((n,), dtype="<u4", buffer=data, offset=8, strides=(1,))
-    parts = []
     limit = np.uint64(n - 1)
-    for lo in range(0, n, _RESYNC_CHUNK * 8):
-        hi = min(n, lo + _RESYNC_CHUNK * 8)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    parts = []
+    # block by block (1 MiB of offsets): a few MB of temporaries reused, not hundreds of MB of
+    # fresh pages; every candidate's length CRC is checked (cheaper than first asking whether its
+    # successor is a candidate too: look-alikes' successors are scattered over the file)
+    for lo in range(0, n, _RESYNC_CHUNK):
+        hi = min(n, lo + _RESYNC_CHUNK)
         c = np.flatnonzero(lengths_at[lo:hi] <= limit) + lo
         c = c[lengths_at[c] <= (n - 1 - c).astype(np.uint64)]  # the whole record fits
-        parts.append(c)
-    cand = np.concatenate(parts)
-    if not len(cand):
-        return None
-    # every candidate's length CRC at once (cheaper than first asking whether its successor is a
-    # candidate too: look-alikes' successors are scattered over the file)
-    buf = np.frombuffer(data, dtype=np.uint8)
-    got = crc32c_u64(buf, cand).astype(np.uint32)
-    got = ((got >> np.uint32(15)) | (got << np.uint32(17))) + np.uint32(_MASK_DELTA)  # wraps
-    heads = cand[got == crcs_at[cand]]
+        got = crc32c_u64(buf, c).astype(np.uint32)
+        got = ((got >> np.uint32(15)) | (got << np.uint32(17))) + np.uint32(_MASK_DELTA)  # wraps
+        parts.append(c[got == crcs_at[c]])
+    heads = np.concatenate(parts)
     if not len(heads) or heads[0] != 0:
         return None
     lens = lengths_at[heads].astype(np.int64)

@@ -130,7 +130,7 @@ def test_rule_two_damaged_regions_and_garbage_between_records():
 
 def test_rule_resync_crosses_the_search_chunks_of_a_large_file():
     """A damaged header before a 2.5 MiB record: the search for the next header runs over more
-    than two 1 MiB chunks (and the fast path's 8 MiB windows see a multi-window file)."""
+    than two 1 MiB chunks (and the fast path's 1 MiB windows see a multi-window file)."""
     rng = np.random.default_rng(7)
     big = rng.bytes(5 * (1 << 20) // 2)
     first = bytearray(record(b"x" * 10))
