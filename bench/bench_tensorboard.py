@@ -4,7 +4,8 @@ The log (3 tags, 1,000,000 scalar events in total) is written once by a real wri
 (tensorboardX's SummaryWriter) and cached under bench/out/. In one process, each reader loads
 every point:
   - rundiff: `load_run("tb:RUN").history()` — TFRecord framing with both CRCs of every record
-    verified by the C crc32c package, Event protos decoded vectorised, the long frame built;
+    verified (in numpy for short records, by the C crc32c package for long ones), Event protos
+    decoded vectorised, the history columns built;
   - tbparse: `SummaryReader(RUN).scalars`;
   - EventAccumulator: `EventAccumulator(RUN, size_guidance={'scalars': 0, 'tensors': 0}).Reload()`
     then `Scalars(tag)` for every tag.

@@ -17,6 +17,7 @@ import numpy as np
 
 from rundiff_core import protobuf as pb
 
+from .fastscalar import SimpleScalars, match_simple_scalars
 from .tfrecord import Framing, frame_records
 
 # Event fields
@@ -133,23 +134,30 @@ def decode_file(path: str, data: bytes) -> FileEvents:
         return out
     buf = np.frombuffer(data, dtype=np.uint8)
     n = len(fr.starts)
-    ev, _which, ev_bad, ev_rare = pb.columns(
-        buf, fr.starts, fr.starts + fr.lengths,
-        {EV_WALL_TIME: pb.I64, EV_STEP: pb.VARINT, EV_SUMMARY: pb.LEN, EV_SESSION_LOG: pb.LEN}, EVENT_LAYOUTS)
+    starts, ends = fr.starts, fr.starts + fr.lengths
+    fast = match_simple_scalars(buf, starts, ends)  # the add_scalar layout, in one pass
+    hits = np.flatnonzero(fast.hit)
+    ev, _which, ev_bad, ev_rare = _columns_except(buf, starts, ends, fast.hit, EVENT_FIELDS,
+                                                  EVENT_LAYOUTS)
+    _fill(ev[EV_WALL_TIME], hits, starts[hits] + 1, 8)
+    _fill(ev[EV_STEP], hits, starts[hits] + 10, fast.summary_start - 12 - starts[hits], fast.step)
+    _fill(ev[EV_SUMMARY], hits, fast.summary_start, fast.summary_length)
     good = ~ev_bad
 
     # nested messages: Summary → Value, SessionLog; a malformed child makes its event unparseable
     c_sum = ev[EV_SUMMARY]
     has_sum = c_sum.present
     sum_ev = np.flatnonzero(has_sum)
-    s0 = c_sum.start[sum_ev]
-    v_owner, vs, vl, sm_bad = pb.repeated(buf, s0, s0 + c_sum.length[sum_ev], 1, pb.LEN)
+    v_owner, vs, vl, sm_bad, v_hit = _summary_values(buf, c_sum, sum_ev, fast)
     good[sum_ev[sm_bad]] = False
     val_ev = sum_ev[v_owner]
-    vf, kind, vf_bad, _rare = pb.columns(
-        buf, vs, vs + vl,
-        {V_TAG: pb.LEN, V_SIMPLE: pb.I32, V_NODE_NAME: pb.LEN, V_TENSOR: pb.LEN, V_METADATA: pb.LEN},
-        VALUE_LAYOUTS, oneof=(V_SIMPLE, V_OLD_HISTO, V_IMAGE, V_HISTO, V_AUDIO, V_TENSOR))
+    vf, kind, vf_bad, _rare = _columns_except(
+        buf, vs, vs + vl, v_hit, VALUE_FIELDS, VALUE_LAYOUTS,
+        oneof=(V_SIMPLE, V_OLD_HISTO, V_IMAGE, V_HISTO, V_AUDIO, V_TENSOR))
+    hv = np.flatnonzero(v_hit)
+    _fill(vf[V_TAG], hv, fast.tag_start, fast.tag_length)
+    _fill(vf[V_SIMPLE], hv, fast.tag_start + fast.tag_length + 1, 4)
+    kind[hv] = V_SIMPLE
     good[val_ev[vf_bad]] = False
 
     status = np.zeros(n, np.int64)
@@ -238,6 +246,79 @@ def decode_file(path: str, data: bytes) -> FileEvents:
                 )
     out.v_plugin = codes
     return out
+
+
+EVENT_FIELDS = {EV_WALL_TIME: pb.I64, EV_STEP: pb.VARINT, EV_SUMMARY: pb.LEN, EV_SESSION_LOG: pb.LEN}
+VALUE_FIELDS = {V_TAG: pb.LEN, V_SIMPLE: pb.I32, V_NODE_NAME: pb.LEN, V_TENSOR: pb.LEN,
+                V_METADATA: pb.LEN}
+
+
+def _columns_except(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, done: np.ndarray,
+    wanted: dict[int, int], templates: tuple[pb.Template, ...], oneof: tuple[int, ...] = (),
+) -> tuple[dict[int, pb.Column], np.ndarray, np.ndarray, pb.Fields]:
+    """`pb.columns` over the messages not `done` (decoded by the fast path, filled by the
+    caller), laid out over all messages: absent fields, which 0, not bad for the done ones."""
+    if not done.any():
+        return pb.columns(buf, starts, ends, wanted, templates, oneof=oneof)
+    n = len(starts)
+    cols = {f: pb.Column(np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint64))
+            for f in wanted}
+    which = np.zeros(n, np.int64)
+    bad = np.zeros(n, bool)
+    rest = np.flatnonzero(~done)
+    if not len(rest):
+        z = np.empty(0, np.int64)
+        return cols, which, bad, pb.Fields(z, z, z, z, z, np.empty(0, np.uint64), bad)
+    got, w, b, generic = pb.columns(buf, starts[rest], ends[rest], wanted, templates, oneof=oneof)
+    for f, c in got.items():
+        cols[f].start[rest], cols[f].length[rest], cols[f].value[rest] = c.start, c.length, c.value
+    which[rest], bad[rest] = w, b
+    generic.owner = rest[generic.owner]
+    generic.bad = bad
+    return cols, which, bad, generic
+
+
+def _fill(col: pb.Column, rows: np.ndarray, start: np.ndarray, length: np.ndarray | int,
+          value: np.ndarray | None = None) -> None:
+    """Write the fast path's fields into a column (as `pb.columns` would have)."""
+    col.start[rows], col.length[rows] = start, length
+    if value is not None:
+        col.value[rows] = value
+
+
+def _summary_values(
+    buf: np.ndarray, c_sum: pb.Column, sum_ev: np.ndarray, fast: SimpleScalars
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every Summary.Value of the events holding a summary, in event then wire order:
+    (owner into sum_ev, start, length, bad summary, value decoded by the fast path)."""
+    s0 = c_sum.start[sum_ev]
+    e0 = s0 + c_sum.length[sum_ev]
+    from_fast = fast.hit[sum_ev]  # one Value each, already located
+    if not from_fast.any():
+        owner, vs, vl, bad = pb.repeated(buf, s0, e0, 1, pb.LEN)
+        return owner, vs, vl, bad, np.zeros(len(vs), bool)
+    fast_pos = np.flatnonzero(from_fast)
+    if len(fast_pos) == len(sum_ev):
+        return (fast_pos, fast.value_start, fast.value_length, np.zeros(len(sum_ev), bool),
+                np.ones(len(fast_pos), bool))
+    rp = np.flatnonzero(~from_fast)
+    r_owner, r_vs, r_vl, r_bad = pb.repeated(buf, s0[rp], e0[rp], 1, pb.LEN)
+    bad = np.zeros(len(sum_ev), bool)
+    bad[rp] = r_bad
+    ro = rp[r_owner]  # ascending: repeated keeps message order
+    counts = np.zeros(len(sum_ev), np.int64)
+    counts[fast_pos] = 1
+    counts += np.bincount(ro, minlength=len(sum_ev))
+    first = np.cumsum(counts) - counts  # each summary's first value row
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(sum_ev)), counts)
+    vs, vl, hit = np.empty(total, np.int64), np.empty(total, np.int64), np.zeros(total, bool)
+    at = first[fast_pos]
+    vs[at], vl[at], hit[at] = fast.value_start, fast.value_length, True
+    at = first[ro] + (np.arange(len(ro)) - np.searchsorted(ro, ro))  # rank within its summary
+    vs[at], vl[at] = r_vs, r_vl
+    return owner, vs, vl, bad, hit
 
 
 def _metadata(

@@ -3,11 +3,12 @@
 A record is `uint64 length | uint32 masked_crc32c(length bytes) | data | uint32 masked_crc32c(data)`
 (little-endian). Walking the length fields one by one costs a Python step per record, so the fast
 path finds headers without walking: a valid header is exactly the 12 bytes `pack(L) +
-masked_crc32c(pack(L))`, so every byte offset whose 8 bytes read as a length that fits in the file
-is a candidate, its stored length CRC is checked against the C `crc32c` of that length (computed
-once per distinct length), and the surviving headers must chain from offset 0 (`next = start +
-16 + L`). Data CRCs are computed record by record by the C `crc32c` package, called through `map`
-so no Python bytecode runs per record; masking and comparing are vectorised.
+masked_crc32c(pack(L))`, so every byte offset whose 8 bytes read as a length whose record fits in
+the file is a candidate, its stored length CRC is checked against the CRC32C of those 8 bytes
+(computed for all candidates at once, `crc.crc32c_u64`), and the surviving headers must chain
+from offset 0 (`next = start + 16 + L`). Data CRCs are computed for all records at once too
+(`crc.crc32c_many`: numpy for short records, the C `crc32c` package for long ones); masking and
+comparing are vectorised.
 
 When the chain does not hold (a damaged header, or header-like bytes inside a record) the careful
 path walks the lengths one by one. Damage never costs more than the damaged bytes: a record whose
@@ -22,12 +23,10 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
-from crc32c import crc32c
 
-from rundiff_core import (
-    factorize,
-    protobuf,
-)
+from rundiff_core import protobuf
+
+from .crc import crc32c_many, crc32c_u64
 
 HEADER = 12  # uint64 length + uint32 masked crc of it
 FOOTER = 4  # uint32 masked crc of the data
@@ -64,15 +63,18 @@ def masked(crcs: np.ndarray) -> np.ndarray:
 
 def masked_crc(data: bytes | memoryview) -> int:
     """The masked CRC32C of one buffer (used by resync and by tests)."""
-    c = crc32c(data)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    c = int(crc32c_many(buf, np.zeros(1, np.int64), np.array([len(buf)], np.int64))[0])
     return (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def _crcs(data: bytes, starts: np.ndarray, lengths: np.ndarray | int) -> np.ndarray:
-    """CRC32C of many slices of one buffer, each computed by the C extension (no bytecode per slice)."""
-    ends = starts + lengths
-    slices = map(slice, starts.tolist(), ends.tolist())
-    return np.fromiter(map(crc32c, map(data.__getitem__, slices)), dtype=np.uint64, count=len(starts))
+def _crcs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray | int) -> np.ndarray:
+    """CRC32C of many slices of one buffer (all at once; no Python step per slice)."""
+    if isinstance(lengths, int):
+        if lengths == 8:
+            return crc32c_u64(buf, starts)
+        lengths = np.full(len(starts), lengths, np.int64)
+    return crc32c_many(buf, starts, lengths)
 
 
 def _u32_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -122,7 +124,7 @@ def _resync(data: bytes, buf: np.ndarray, pos: int, size: int) -> int:
         fits = lo <= (size - cand - HEADER - FOOTER).astype(np.uint64)
         cand = cand[fits]
         if len(cand):
-            got = masked(_crcs(data, cand, 8))
+            got = masked(_crcs(buf, cand, 8))
             ok = got == _u32_at(buf, cand + 8)
             if ok.any():
                 return int(cand[np.argmax(ok)])
@@ -137,32 +139,23 @@ def _chain(data: bytes, size: int) -> tuple[np.ndarray, int] | None:
     n = size - HEADER - FOOTER + 1  # offsets where a complete empty record could start
     lengths_at = np.ndarray((n,), dtype="<u8", buffer=data, strides=(1,))
     crcs_at = np.ndarray((n,), dtype="<u4", buffer=data, offset=8, strides=(1,))
-    parts = []
     limit = np.uint64(n - 1)
-    for lo in range(0, n, _RESYNC_CHUNK * 8):
-        hi = min(n, lo + _RESYNC_CHUNK * 8)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    parts = []
+    # block by block (1 MiB of offsets): a few MB of temporaries reused, not hundreds of MB of
+    # fresh pages; every candidate's length CRC is checked (cheaper than first asking whether its
+    # successor is a candidate too: look-alikes' successors are scattered over the file)
+    for lo in range(0, n, _RESYNC_CHUNK):
+        hi = min(n, lo + _RESYNC_CHUNK)
         c = np.flatnonzero(lengths_at[lo:hi] <= limit) + lo
         c = c[lengths_at[c] <= (n - 1 - c).astype(np.uint64)]  # the whole record fits
-        parts.append(c)
-    cand = np.concatenate(parts)
-    if not len(cand):
-        return None
-    # a true header's successor is a candidate too (or the end of the file): drop most look-alikes
-    # before paying for CRCs (the last record before a truncated tail is re-added below)
-    nxt = cand + (HEADER + FOOTER) + lengths_at[cand].astype(np.int64)
-    marks = np.zeros(size + 1, dtype=bool)
-    marks[cand] = True
-    marks[size] = True
-    cand = cand[marks[nxt]]
-    lens = lengths_at[cand]
-    codes, uniq = factorize(lens)
-    expect = np.fromiter(
-        (masked_crc(int(v).to_bytes(8, "little")) for v in uniq), dtype=np.uint64, count=len(uniq)
-    )
-    ok = expect[codes] == crcs_at[cand].astype(np.uint64)
-    heads, lens = cand[ok], lens[ok].astype(np.int64)
+        got = crc32c_u64(buf, c).astype(np.uint32)
+        got = ((got >> np.uint32(15)) | (got << np.uint32(17))) + np.uint32(_MASK_DELTA)  # wraps
+        parts.append(c[got == crcs_at[c]])
+    heads = np.concatenate(parts)
     if not len(heads) or heads[0] != 0:
         return None
+    lens = lengths_at[heads].astype(np.int64)
     nxt = heads + HEADER + FOOTER + lens
     if not (nxt[:-1] == heads[1:]).all():
         return None  # header-like bytes inside a record, or a broken header: walk instead
@@ -200,7 +193,7 @@ def frame_records(data: bytes) -> Framing:
         offsets, stop = _walk(data, pos, size)
         offs = np.asarray(offsets, dtype=np.int64)
         if len(offs):
-            head_ok = masked(_crcs(data, offs, 8)) == _u32_at(buf, offs + 8)
+            head_ok = masked(_crcs(buf, offs, 8)) == _u32_at(buf, offs + 8)
             if not head_ok.all():
                 # framing is only trustworthy up to the first bad header: resync after it
                 first_bad = int(np.argmin(head_ok))
@@ -226,7 +219,7 @@ def _check_data(fr: Framing, buf: np.ndarray, data: bytes, offs: np.ndarray) -> 
     if len(offs):
         lengths = protobuf.read_at(buf, offs, "<u8").astype(np.int64)
         starts = offs + HEADER
-        data_ok = masked(_crcs(data, starts, lengths)) == _u32_at(buf, starts + lengths)
+        data_ok = masked(_crcs(buf, starts, lengths)) == _u32_at(buf, starts + lengths)
         if not data_ok.all():
             fr.bad_data_crc = int((~data_ok).sum())
             fr.bad_offsets.extend(offs[~data_ok][: max(0, 5 - len(fr.bad_offsets))].tolist())

@@ -427,10 +427,33 @@ def _word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) -> n
         padded[:size] = buf
         return _word(padded, starts, lengths, j)
     words = np.ndarray((size - 7,), dtype="<u8", buffer=buf, strides=(1,))
-    p = starts + 8 * j
-    pc = np.minimum(p, size - 8)  # near the end of the buffer: read earlier, shift down
-    w = words[pc] >> ((p - pc) * 8).astype(np.uint64)
-    return w & _BYTE_MASKS[np.clip(lengths - 8 * j, 0, 8)]
+    p = starts + 8 * j if j else starts
+    if len(p) and int(p.max()) <= size - 8:
+        w = words[p]
+    else:
+        pc = np.minimum(p, size - 8)  # near the end of the buffer: read earlier, shift down
+        w = words[pc] >> ((p - pc) * 8).astype(np.uint64)
+    w &= _BYTE_MASKS[np.clip(lengths - 8 * j, 0, 8)]
+    return w
+
+
+def _few_codes(h: np.ndarray, sample: int = 4096) -> tuple[np.ndarray, np.ndarray] | None:
+    """factorize for hashes of a few distinct strings (a run's tags): the distinct values of a
+    spread-out sample, then a binary search of every hash among them — no sort of all of them.
+    None when the sample missed a value (the caller sorts)."""
+    uniq = np.unique(h[:: max(1, len(h) // sample)])
+    if len(uniq) > 64:
+        return None
+    k = np.searchsorted(uniq, h)
+    np.minimum(k, len(uniq) - 1, out=k)
+    if not (uniq[k] == h).all():
+        return None
+    first = np.empty(len(uniq), np.int64)
+    first[k[::-1]] = np.arange(len(h) - 1, -1, -1)  # last write wins: the first occurrence
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), np.int64)
+    rank[order] = np.arange(len(uniq))
+    return rank[k], uniq[order]
 
 
 def factorize_spans(
@@ -452,7 +475,7 @@ def factorize_spans(
     h = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     for w in (first_w, last_w):
         h ^= w + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
-    codes, uniq = factorize(h)
+    codes, uniq = _few_codes(h) or factorize(h)
     codes = codes.astype(np.int64)
     first = np.empty(len(uniq), np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)  # last write wins: the first occurrence

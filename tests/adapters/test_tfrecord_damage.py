@@ -15,6 +15,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("crc32c")
 from crc32c import crc32c  # noqa: E402
@@ -128,7 +130,7 @@ def test_rule_two_damaged_regions_and_garbage_between_records():
 
 def test_rule_resync_crosses_the_search_chunks_of_a_large_file():
     """A damaged header before a 2.5 MiB record: the search for the next header runs over more
-    than two 1 MiB chunks (and the fast path's 8 MiB windows see a multi-window file)."""
+    than two 1 MiB chunks (and the fast path's 1 MiB windows see a multi-window file)."""
     rng = np.random.default_rng(7)
     big = rng.bytes(5 * (1 << 20) // 2)
     first = bytearray(record(b"x" * 10))
@@ -191,3 +193,24 @@ def test_rule_damage_and_a_cut_tail_together():
             for cut in range(max(0, len(data) - 45), len(data) + 1):
                 blob = bytes(damaged[:cut])
                 assert framing_of(blob) == reference_framing(blob), (k, at, cut)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(sizes=st.lists(st.integers(0, 90), min_size=1, max_size=25),
+       flips=st.lists(st.tuples(st.integers(0, 10**5), st.integers(1, 255)), max_size=3),
+       garbage=st.lists(st.tuples(st.integers(0, 30), st.binary(min_size=1, max_size=20)),
+                        max_size=2),
+       cut=st.integers(0, 40), seed=st.integers(0, 2**16))
+def test_rule_framing_equals_the_reference_on_random_damage(sizes, flips, garbage, cut, seed):
+    """Records on both sides of the 64-byte line between numpy and C CRCs, damaged at random:
+    flipped bytes, garbage between records, a cut tail — always the reference's answer."""
+    rng = np.random.default_rng(seed)
+    recs = [record(rng.bytes(n)) for n in sizes]
+    for at, junk in garbage:
+        recs.insert(at % (len(recs) + 1), junk)
+    data = bytearray(b"".join(recs))
+    for pos, x in flips:
+        data[pos % len(data)] ^= x
+    data = bytes(data[: max(0, len(data) - cut)])
+    assert framing_of(data) == reference_framing(data)

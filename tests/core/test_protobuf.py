@@ -75,3 +75,39 @@ def test_fields_and_scan_read_the_same_message():
     cut = pb.scan(buf, np.array([0]), np.array([len(msg) - 1]))
     assert cut.bad.tolist() == [True]
     assert pb.skip(msg, 1, pb.I64) == 9 and pb.skip(msg, 10, pb.VARINT) == 12
+
+
+def _factorize_by_hand(items: list[bytes]) -> tuple[list[int], list[bytes]]:
+    seen: dict[bytes, int] = {}
+    return [seen.setdefault(x, len(seen)) for x in items], list(seen)
+
+
+@pytest.mark.parametrize("distinct", [1, 3, 40, 5000])
+def test_factorize_spans_equals_factorizing_the_bytes(distinct):
+    """Few distinct strings (a run's tags: the sampled fast path), many (sorted), strings of
+    every length up to 40 and spans ending at the buffer's last byte; codes in order of first
+    appearance, exactly as a dict would give them."""
+    rng = np.random.default_rng(distinct)
+    vocab = [rng.bytes(int(n)) for n in rng.integers(0, 41, distinct)]
+    vocab += [v[:-1] + b"!" for v in vocab[:3] if v]  # near twins: same length and prefix
+    picks = rng.integers(0, len(vocab), 20_000)
+    picks[-1] = int(rng.integers(0, len(vocab)))  # rarely seen value at the very end
+    items = [vocab[i] for i in picks.tolist()]
+    blob = b"".join(items)
+    lengths = np.array([len(x) for x in items], np.int64)
+    starts = np.cumsum(lengths) - lengths
+    codes, uniq = pb.factorize_spans(np.frombuffer(blob, np.uint8), starts, lengths)
+    want_codes, want_uniq = _factorize_by_hand(items)
+    assert codes.tolist() == want_codes and uniq == want_uniq
+
+
+def test_factorize_spans_sees_a_value_the_sample_missed():
+    """One string appears once among a million of another: the sample misses it, the binary
+    search does not find it, and the exact path still codes it."""
+    items = [b"train/loss"] * 300_000 + [b"eval/rare"] + [b"train/loss"] * 300_000
+    blob = b"".join(items)
+    lengths = np.array([len(x) for x in items], np.int64)
+    starts = np.cumsum(lengths) - lengths
+    codes, uniq = pb.factorize_spans(np.frombuffer(blob, np.uint8), starts, lengths)
+    assert uniq == [b"train/loss", b"eval/rare"]
+    assert int(codes[300_000]) == 1 and int(codes.sum()) == 1
