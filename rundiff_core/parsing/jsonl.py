@@ -132,11 +132,11 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
             buf = pa.py_buffer(raw)
             if cut < len(raw):
                 buf = buf.slice(0, cut) if cut else pa.py_buffer(b"\n")
-            result.table = pa_json.read_json(
+            result.table = _first_seen_order(pa_json.read_json(
                 pa.BufferReader(buf),
                 read_options=pa_json.ReadOptions(block_size=_block_size(cut)),
                 parse_options=pa_json.ParseOptions(unexpected_field_behavior="infer"),
-            )
+            ))
             return result
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
@@ -159,6 +159,24 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
         result.notes.append(corrupt_lines_note(label, result.skipped_lines))
     result.rows = rows
     return result
+
+
+def _first_seen_order(table: Any) -> Any:
+    """The columns by the row that first holds a value (stable: keys first seen on one line keep
+    the order pyarrow met them in). Blocks parsed in parallel add the keys each first sees in
+    whatever order the blocks finish, so without this the key order changed from run to run. A
+    column with no value at all (only nulls) keeps its place among the first line's keys."""
+    import pyarrow.compute as pc
+
+    def first(i: int) -> int:
+        col = table.column(i)
+        if col.null_count == 0:
+            return 0
+        got = pc.index(col.is_valid(), True).as_py()
+        return got if got >= 0 else 0
+
+    order = sorted(range(table.num_columns), key=first)
+    return table if order == list(range(table.num_columns)) else table.select(order)
 
 
 def corrupt_lines_note(label: str, skipped: list[int]) -> str:

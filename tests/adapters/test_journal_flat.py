@@ -228,7 +228,7 @@ def test_scattered_shapes_are_handed_over_after_a_few_passes(tmp_path, monkeypat
     path = _write(tmp_path, rows)
     flat = read_flat_jsonl(path)
     assert flat is not None and len(flat.templates) == 5 and not flat.fallback
-    _same(path, monkeypatch, key_order=False)
+    _same(path, monkeypatch)
     assert reader.read_metrics(path)[0].keys == ["k0", "k1", "k2", "k3", "k4"]  # first seen
 
 
@@ -240,7 +240,7 @@ def test_a_schedule_logged_with_exponents_stays_on_the_numpy_path(tmp_path, monk
     path = _write(tmp_path, rows)
     flat = read_flat_jsonl(path)
     assert flat is not None and len(flat.templates) == 1 and not flat.fallback
-    _same(path, monkeypatch, key_order=False)
+    _same(path, monkeypatch)
 
 
 def test_crlf_lines_and_long_keys_stay_on_the_numpy_path(tmp_path, monkeypatch):
@@ -252,3 +252,21 @@ def test_crlf_lines_and_long_keys_stay_on_the_numpy_path(tmp_path, monkeypatch):
     flat = read_flat_jsonl(path)
     assert flat is not None and len(flat.templates) == 1 and not flat.fallback
     _same(path, monkeypatch)
+
+
+def test_the_general_reader_keeps_first_seen_key_order_across_blocks(tmp_path):
+    """pyarrow parses blocks in parallel and adds the keys each block first sees in whatever
+    order blocks finish; the reader puts them back in first-seen order, every time."""
+    from rundiff_core.parsing.jsonl import read_jsonl
+
+    rows = []
+    for i in range(60_000):  # ~4 MB below polars' size: several pyarrow blocks; a null keeps
+        row = {"step": i, "loss": 0.5, "note": None}  # the file off the numpy reader
+        if i >= 10_000:
+            row[f"late{i * 6 // 60_000}"] = 1.0  # keys first seen in later and later blocks
+        rows.append(row)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    want = ["step", "loss", "note"] + [f"late{k}" for k in range(1, 6)]
+    orders = {tuple(read_jsonl(str(path)).table.column_names) for _ in range(8)}
+    assert orders == {tuple(want)}
