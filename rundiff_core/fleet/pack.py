@@ -255,8 +255,8 @@ def update_pack(root: str, rows: Mapping[str, Mapping[str, Any]], *,
             keep = []
         elif missing:
             written, new = _write_segment(root, missing, rows, {})
-        for seg in keep:  # a segment written before facts were stored gets them now
-            if not os.path.exists(facts.facts_path(seg.path)):
+        for seg in keep:  # a segment without readable facts of this version gets them now
+            if facts.open_facts(seg) is None:
                 written += _write_facts(root, seg.path)
         kept = [s.path for s in keep] + ([new] if new else [])
         _drop(root, keep=kept + [facts.facts_path(p) for p in kept])

@@ -142,6 +142,19 @@ def test_an_export_backfills_missing_facts(fleet):
     assert len(_facts_files(dataset)) == 1
 
 
+def test_an_export_replaces_facts_of_another_version(fleet, monkeypatch):
+    """Facts written by another version are ignored when read and rewritten by the next export."""
+    src, dataset = fleet
+    (name,) = _facts_files(dataset)
+    path = os.path.join(packing.pack_dir(str(dataset)), name)
+    monkeypatch.setattr(stored_facts, "FACTS_VERSION", stored_facts.FACTS_VERSION + 1)
+    assert stored_facts.open_facts(packing.open_pack(str(dataset)).segments[0]) is None
+    before = os.stat(path).st_mtime_ns
+    export_fleet([f"journal:{src}"], str(dataset), workers=0, progress=False)  # nothing changed
+    assert os.stat(path).st_mtime_ns != before
+    assert stored_facts.open_facts(packing.open_pack(str(dataset)).segments[0]) is not None
+
+
 def test_spikes_stored_under_another_rule_are_recomputed(fleet, monkeypatch):
     """Stored spikes name the rule they came from; a changed rule scans the series again."""
     _src, dataset = fleet
