@@ -3,8 +3,8 @@ segment is written, so a many-run command reads a few MB instead of scanning eve
 
 For each (run, key) of a segment: the per-key facts (`pushdown.KeyFacts`: points, last step,
 non-finite values and where the first was, wall-time span, first step), the tail — the last
-distinct finite steps, each with the value logged last there — and, for loss-like keys, the spike
-rule's episodes. They are computed by the same `FleetFacts` queries and the same spike rule a
+distinct finite steps, each with the value logged last there — the value of the key's last row,
+and, for loss-like keys, the spike rule's episodes. They are computed by the same `FleetFacts` queries and the same spike rule a
 command would run, over that segment's rows, so an answer read from here is the answer the query
 gives (tests/fleet/test_pushdown.py compares both to the in-memory path).
 
@@ -30,7 +30,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from .pack import Segment
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2  # 2: the last logged value of every key (what watch reads)
 SUFFIX = ".facts.arrow"
 TAIL = 8  # rows of the tail query per (run, key): the last distinct steps among the last 8 rows
 _META = b"rundiff.fleet.facts"
@@ -69,7 +69,8 @@ def write_facts(segment: Segment, dest: str, tmp_dir: str) -> int:
         ff.close()
     cols: dict[str, list[Any]] = {c: [] for c in
                                   ("run_uid", "content_hash", "key", *_FACT_COLUMNS,
-                                   "n_finite", "last_finite", "tail_step", "tail_value", "spikes")}
+                                   "n_finite", "last_finite", "tail_step", "tail_value",
+                                   "last_logged", "spikes")}
     for uid in uids:
         chash = segment.index[uid][3]
         for key, f in sorted(keys.get(uid, {}).items()):
@@ -78,11 +79,12 @@ def write_facts(segment: Segment, dest: str, tmp_dir: str) -> int:
             cols["key"].append(key)
             for name, x in zip(_FACT_COLUMNS, f, strict=True):
                 cols[name].append(x)
-            n_fin, last_fin, t_steps, t_values = tails.get((uid, key), (0, math.nan, [], []))
+            n_fin, last_fin, t_steps, t_values, logged = tails[(uid, key)]
             cols["n_finite"].append(n_fin)
             cols["last_finite"].append(last_fin)
             cols["tail_step"].append(t_steps)
             cols["tail_value"].append(t_values)
+            cols["last_logged"].append(logged)
             cols["spikes"].append(spikes.get((uid, key)))
     ints = {"n", "n_bad", "n_wall", "n_finite"}
     arrays = []
@@ -140,6 +142,7 @@ class StoredFacts:
         self._offsets = _numbers(steps.offsets, np.int32)
         self._tail_step = _numbers(steps.flatten(), np.float64)
         self._tail_value = _numbers(values.flatten(), np.float64)
+        self._last_logged = _plain(table.column("last_logged"))
         self._spikes = table.column("spikes").to_pylist()
         self._rows: dict[str, tuple[int, int]] = {}
         start = 0
@@ -166,6 +169,11 @@ class StoredFacts:
             out[self._key[i]] = (self._n_finite[i], self._last_finite[i],
                                  self._tail_step[lo:hi], self._tail_value[lo:hi])
         return out
+
+    def last_logged(self, uid: str) -> dict[str, float]:
+        """{key: the value of its last row in logged order} (NaN for a null value)."""
+        a, b = self._rows[uid]
+        return {self._key[i]: self._last_logged[i] for i in range(a, b)}
 
     def spikes(self, uid: str, rule_id: str) -> dict[str, list[Any]] | None:
         """{loss-like key: its spikes} under `rule_id`, or None when stored under another rule."""

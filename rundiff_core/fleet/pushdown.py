@@ -442,24 +442,28 @@ class FleetFacts:
         return out, self._without(out)
 
     def query_tails(self, k: int) -> dict[tuple[str, str], tuple[int, float, list[float],
-                                                                  list[float]]]:
-        """{(uid, key): (finite steps, last finite step, tail steps, their values)}: the distinct
-        steps among each key's last `k` rows by (step, logged order), ascending, each with the
-        value logged last there. Every step above the tail's first is in it."""
+                                                                  list[float], float]]:
+        """{(uid, key): (finite steps, last finite step, tail steps, their values, last logged
+        value)}: the tail is the distinct steps among each key's last `k` rows by (step, logged
+        order), ascending, each with the value logged last there (every step above the tail's
+        first is in it); the last logged value is the key's last row's, whatever its step."""
         con = self._connect()
         out = {}
-        for uid, key, n, last, top in con.execute(f"""
-                SELECT run_uid, key, count(*), max(step),
+        for uid, key, n, last, top, logged in con.execute(f"""
+                SELECT run_uid, key, count(*) FILTER (WHERE isfinite(step)),
+                       max(step) FILTER (WHERE isfinite(step)),
                        max(struct_pack(s := step, p := pos,
                                        v := coalesce(value, 'NaN'::DOUBLE)), {int(k)})
-                FROM pts WHERE isfinite(step) GROUP BY run_uid, key""").fetchall():
+                           FILTER (WHERE isfinite(step)),
+                       arg_max(coalesce(value, 'NaN'::DOUBLE), pos)
+                FROM pts GROUP BY run_uid, key""").fetchall():
             steps: list[float] = []
             values: list[float] = []
-            for row in top:  # (step, pos) descending: the first row of a step is its last logged
+            for row in top or ():  # (step, pos) descending: a step's first row is its last logged
                 if not steps or row["s"] != steps[-1]:
                     steps.append(float(row["s"]))
                     values.append(float(row["v"]))
-            out[(uid, key)] = (int(n), float(last), steps[::-1], values[::-1])
+            out[(uid, key)] = (int(n), _f(last), steps[::-1], values[::-1], _f(logged))
         return out
 
     def loss_series(self) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:

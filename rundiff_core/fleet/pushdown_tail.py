@@ -213,7 +213,13 @@ def watch_facts(runs: Sequence[PushedRun], previous: Mapping[str, float | None]
         assert run.facts is not None
         groups.setdefault(id(run.facts), (run.facts, []))[1].append(run)
     for facts, members in groups.values():
-        rows = _query_watch(facts, {r.fleet_uid: previous.get(r.address) for r in members})
+        prev = {r.fleet_uid: previous.get(r.address) for r in members}
+        rows = _stored_idle(facts, prev)
+        rest = facts._without(rows)
+        if rest is not None:
+            rows.update(_query_watch(rest, {u: p for u, p in prev.items() if u not in rows}))
+            if rest is not facts:
+                rest.close()
         for run in members:
             keys = rows.get(run.fleet_uid, {})
             news: dict[str, KeyNews] = {}
@@ -232,6 +238,25 @@ def watch_facts(runs: Sequence[PushedRun], previous: Mapping[str, float | None]
                 last_steps={k: v[1] for k, v in keys.items() if "loss" in k.lower()},
                 last_values={k: v[3] for k, v in keys.items() if "loss" in k.lower()},
             )
+    return out
+
+
+def _stored_idle(facts: FleetFacts, prev: Mapping[str, float | None]
+                 ) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """`_query_watch`'s rows for the runs with nothing new, read from the stored facts
+    (fleet/facts.py) instead of scanning them: a run whose stored facts hold and whose every key's
+    last step is at or before the previous check's (no step past it, so no new point)."""
+    out: dict[str, dict[str, tuple[Any, ...]]] = {}
+    for uid, stored in facts._stored_facts().items():
+        before = prev.get(uid)
+        if before is None:
+            continue  # a first check: every point is new
+        keys = stored.key_facts(uid)
+        if any(f[1] > before for f in keys.values()):  # NaN (only NaN steps) is never past it
+            continue
+        logged = stored.last_logged(uid)
+        out[uid] = {k: (int(f[0]), f[1], f[6] if f[4] else math.nan, logged[k], 0, math.nan, 0,
+                        math.nan) for k, f in keys.items()}
     return out
 
 

@@ -343,3 +343,31 @@ def test_a_mixed_backend_fleet_compares_and_watches_the_same(tmp_path, capsys, m
         assert pushed == memory and {c["method"] for c in cells(pushed)} >= {"not reached"}
     pushed, memory, loaded = watch_both(capsys, monkeypatch, tmp_path, 1, f"parquet:{dataset}")
     assert pushed == memory and loaded == [] and len(pushed["runs"]) == 15 + 2 + 2
+
+
+def test_an_idle_watch_poll_reads_stored_facts_only(shapes, tmp_path, capsys, monkeypatch):
+    """A second poll over runs that logged nothing new answers from the facts `rundiff export`
+    stored (fleet/facts.py): DuckDB is not asked, and the answer is the in-memory path's. A run
+    with new points is queried as before."""
+    from rundiff_core.fleet.pushdown import FleetFacts
+
+    src, dataset = shapes
+    watch_both(capsys, monkeypatch, tmp_path, 1, f"parquet:{dataset}")
+    with monkeypatch.context() as m:
+        m.setattr(FleetFacts, "_connect", lambda self: pytest.fail("an idle poll asked DuckDB"))
+        pushed, memory, loaded = watch_both(capsys, monkeypatch, tmp_path, 2,
+                                            f"parquet:{dataset}")
+    assert pushed == memory and loaded == []
+    assert all(r["new_points"] == 0 for r in pushed["runs"])
+
+    _append(src / "h" / "stopped", [{"step": 45, "loss": 0.2}])
+    export(src, dataset)
+    asked = []
+    real = FleetFacts._connect
+    monkeypatch.setattr(FleetFacts, "_connect", lambda self: asked.append(list(self.uids))
+                        or real(self))
+    pushed, memory, loaded = watch_both(capsys, monkeypatch, tmp_path, 3, f"parquet:{dataset}")
+    assert pushed == memory
+    assert asked and all(len(uids) == 1 for uids in asked)  # only the run with a new point
+    runs = {r["run"].split("runs/")[-1]: r for r in pushed["runs"]}
+    assert runs["h/stopped"]["new_points"] == 1
