@@ -243,20 +243,26 @@ def watch_facts(runs: Sequence[PushedRun], previous: Mapping[str, float | None]
 
 def _stored_idle(facts: FleetFacts, prev: Mapping[str, float | None]
                  ) -> dict[str, dict[str, tuple[Any, ...]]]:
-    """`_query_watch`'s rows for the runs with nothing new, read from the stored facts
-    (fleet/facts.py) instead of scanning them: a run whose stored facts hold and whose every key's
-    last step is at or before the previous check's (no step past it, so no new point)."""
+    """`_query_watch`'s rows for the runs the stored facts (fleet/facts.py) answer without a
+    scan: a first check (every point is new: the stored counts are the news), and a run whose
+    every key ended at or before the previous check's step (nothing is new). Others: None."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for uid, stored in facts._stored_facts().items():
-        before = prev.get(uid)
-        if before is None:
-            continue  # a first check: every point is new
-        keys = stored.key_facts(uid)
-        if any(f[1] > before for f in keys.values()):  # NaN (only NaN steps) is never past it
+        if uid not in prev:
             continue
+        before = prev[uid]
+        keys = stored.key_facts(uid)
+        if before is not None and any(f[1] > before for f in keys.values()):
+            continue  # points past the previous step: the query counts them (NaN is never past)
         logged = stored.last_logged(uid)
-        out[uid] = {k: (int(f[0]), f[1], f[6] if f[4] else math.nan, logged[k], 0, math.nan, 0,
-                        math.nan) for k, f in keys.items()}
+        out[uid] = {}
+        for k, f in keys.items():
+            wall = f[6] if f[4] else math.nan
+            if before is None:  # all new: n points, the last logged, the bad ones
+                out[uid][k] = (int(f[0]), f[1], wall, logged[k], int(f[0]), logged[k],
+                               int(f[2]), f[3] if f[2] else math.nan)
+            else:
+                out[uid][k] = (int(f[0]), f[1], wall, logged[k], 0, math.nan, 0, math.nan)
     return out
 
 
@@ -305,6 +311,9 @@ def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Collection[str] 
             assert run.facts is not None
             groups.setdefault(id(run.facts), (run.facts, {}))[1][run.fleet_uid] = run
     for facts, members in groups.values():
+        _stored_spikes(facts, members, wanted, rule, out)
+        if not members:
+            continue
         sub = FleetFacts(facts.root, facts.rows, list(members))
         sub._pack = facts._pack
         for uid, key, steps, values in sub.loss_series():
@@ -313,6 +322,30 @@ def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Collection[str] 
             if keys is None or key in keys:
                 out[(address, key)] = rule(steps, values)
     return out
+
+
+def _stored_spikes(facts: FleetFacts, members: dict[str, PushedRun],
+                   wanted: Mapping[str, Collection[str] | None],
+                   rule: Callable[[np.ndarray, np.ndarray], list[Any]],
+                   out: dict[tuple[str, str], list[Any]]) -> None:
+    """Fill `out` from the spikes stored with the facts, for runs whose stored facts hold, when
+    `rule` is `robust_spikes` (the stored episodes' peaks); those runs leave `members`."""
+    from ..engines.stats import robust_spikes
+    from .facts import spike_rule_id
+
+    if rule is not robust_spikes:
+        return
+    rule_id = spike_rule_id()
+    stored = facts._stored_facts()
+    for uid in list(members):
+        got = stored[uid].spikes(uid, rule_id) if uid in stored else None
+        if got is None:
+            continue
+        address = members.pop(uid).address
+        keys = wanted[address]
+        for key, episodes in got.items():
+            if keys is None or key in keys:
+                out[(address, key)] = [(e.step, e.value, e.score) for e in episodes]
 
 
 def _f(x: Any) -> float:

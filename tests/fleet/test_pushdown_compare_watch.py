@@ -56,11 +56,22 @@ def export(src, dataset) -> None:
 
 
 @pytest.fixture
-def shapes(tmp_path):
+def stored_shapes(tmp_path):
+    """The shapes fleet as exported: with the facts `rundiff export` stores (fleet/facts.py)."""
     src = tmp_path / "runs"
     write_shapes(src)
     export(src, tmp_path / "fleet")
     return src, tmp_path / "fleet"
+
+
+@pytest.fixture(params=["stored", "queried"])
+def shapes(stored_shapes, request):
+    """The shapes fleet answered from its stored facts, or with them deleted (the queries)."""
+    if request.param == "queried":
+        from test_pushdown import drop_facts
+
+        drop_facts(stored_shapes[1])
+    return stored_shapes
 
 
 def uid_of(dataset, suffix: str) -> str:
@@ -300,13 +311,21 @@ def test_watch_with_a_baseline_pushed_down(shapes, tmp_path, capsys, monkeypatch
     assert any(a["kind"] == "diverged" for a in pushed["alerts"])
 
 
-def test_watch_spikes_scan_only_runs_with_new_loss_points(shapes, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("stored", [True, False], ids=["stored facts", "facts deleted"])
+def test_watch_spikes_scan_only_runs_with_new_loss_points(stored_shapes, tmp_path, capsys,
+                                                          monkeypatch, stored):
+    """Spikes of runs with new loss points come from the stored facts when they hold (nothing
+    is scanned), else only those runs' series are scanned."""
+    from test_pushdown import drop_facts
+
     from rundiff_core.fleet import pushdown
 
-    src, dataset = shapes
+    src, dataset = stored_shapes
     watch_both(capsys, monkeypatch, tmp_path, 1, f"parquet:{dataset}")
     _append(src / "g" / "live", [{"step": 104, "loss": 0.2}])
     export(src, dataset)
+    if not stored:
+        drop_facts(dataset)
     scanned = []
     real = pushdown.FleetFacts.loss_series
 
@@ -318,7 +337,7 @@ def test_watch_spikes_scan_only_runs_with_new_loss_points(shapes, tmp_path, caps
     monkeypatch.setattr(pushdown.FleetFacts, "loss_series", spy)
     pushed, memory, _loaded = watch_both(capsys, monkeypatch, tmp_path, 2, f"parquet:{dataset}")
     assert pushed == memory
-    assert set(scanned) == {uid_of(dataset, "g/live")}
+    assert set(scanned) == (set() if stored else {uid_of(dataset, "g/live")})
 
 
 @pytest.mark.slow
@@ -345,14 +364,19 @@ def test_a_mixed_backend_fleet_compares_and_watches_the_same(tmp_path, capsys, m
     assert pushed == memory and loaded == [] and len(pushed["runs"]) == 15 + 2 + 2
 
 
-def test_an_idle_watch_poll_reads_stored_facts_only(shapes, tmp_path, capsys, monkeypatch):
-    """A second poll over runs that logged nothing new answers from the facts `rundiff export`
-    stored (fleet/facts.py): DuckDB is not asked, and the answer is the in-memory path's. A run
-    with new points is queried as before."""
+def test_watch_polls_read_stored_facts(stored_shapes, tmp_path, capsys, monkeypatch):
+    """A first poll (every point new) and a poll over runs that logged nothing new answer from
+    the facts `rundiff export` stored (fleet/facts.py): DuckDB is not asked, and the answers are
+    the in-memory path's. A run with new points is queried as before."""
     from rundiff_core.fleet.pushdown import FleetFacts
 
-    src, dataset = shapes
-    watch_both(capsys, monkeypatch, tmp_path, 1, f"parquet:{dataset}")
+    src, dataset = stored_shapes
+    with monkeypatch.context() as m:
+        m.setattr(FleetFacts, "_connect", lambda self: pytest.fail("a first poll asked DuckDB"))
+        pushed, memory, _loaded = watch_both(capsys, monkeypatch, tmp_path, 1,
+                                             f"parquet:{dataset}")
+    assert pushed == memory
+    assert {"stale", "nan", "spike", "kill"} <= {a["kind"] for a in pushed["alerts"]}
     with monkeypatch.context() as m:
         m.setattr(FleetFacts, "_connect", lambda self: pytest.fail("an idle poll asked DuckDB"))
         pushed, memory, loaded = watch_both(capsys, monkeypatch, tmp_path, 2,
