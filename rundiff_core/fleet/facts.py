@@ -20,12 +20,13 @@ import json
 import math
 import os
 import threading
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+
+from .writer import staged
 
 if TYPE_CHECKING:
     from .pack import Segment
@@ -50,15 +51,14 @@ def spike_rule_id() -> str:
 
 
 # -- writing ----------------------------------------------------------------------------------------
-def write_facts(segment: Segment, dest: str, tmp_dir: str) -> int:
-    """Compute the facts of every run in `segment` and write them to `dest` (through `tmp_dir`,
-    renamed into place); returns bytes written."""
+def write_facts(segment: Segment, dest: str, root: str) -> int:
+    """Compute the facts of every run in `segment` (of the dataset at `root`) and write them to
+    `dest` (staged in the dataset's `_tmp/`, renamed into place); returns bytes written."""
     from ..engines.runset import spike_rule
     from .pushdown import FleetFacts
 
     uids = list(segment.index)
-    ff = FleetFacts(os.path.dirname(os.path.dirname(segment.path)), {}, uids, segment=segment,
-                    use_stored=False)
+    ff = FleetFacts(root, {}, uids, segment=segment, use_stored=False)
     try:
         keys = ff._query_keys()
         tails = ff.query_tails(TAIL)
@@ -98,20 +98,12 @@ def write_facts(segment: Segment, dest: str, tmp_dir: str) -> int:
     table = pa.Table.from_arrays(arrays, names=list(cols)).replace_schema_metadata({_META: json.dumps({
         "version": FACTS_VERSION, "segment": os.path.basename(segment.path),
         "spike_rule": spike_rule_id(), "tail": TAIL}).encode()})
-    os.makedirs(tmp_dir, exist_ok=True)
-    tmp = os.path.join(tmp_dir, f"{uuid.uuid4().hex}{SUFFIX}")
-    try:
+    with staged(root, SUFFIX) as tmp:
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
             out.write_table(table)
         size = os.path.getsize(tmp)
         os.replace(tmp, dest)
-        return size
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    return size
 
 
 def _spike_row(s: Any) -> list[float | int]:
@@ -163,12 +155,20 @@ class StoredFacts:
     def tails(self, uid: str) -> dict[str, tuple[int, float, np.ndarray, np.ndarray]]:
         """{key: (finite steps, last finite step, tail steps ascending, their values)}."""
         a, b = self._rows[uid]
-        out = {}
+        return {self._key[i]: self._tail(i) for i in range(a, b)}
+
+    def tail(self, uid: str, key: str) -> tuple[int, float, np.ndarray, np.ndarray] | None:
+        """`tails(uid)[key]` without building the others (asked once per run and metric)."""
+        a, b = self._rows[uid]
         for i in range(a, b):
-            lo, hi = self._offsets[i], self._offsets[i + 1]
-            out[self._key[i]] = (self._n_finite[i], self._last_finite[i],
-                                 self._tail_step[lo:hi], self._tail_value[lo:hi])
-        return out
+            if self._key[i] == key:
+                return self._tail(i)
+        return None
+
+    def _tail(self, i: int) -> tuple[int, float, np.ndarray, np.ndarray]:
+        lo, hi = self._offsets[i], self._offsets[i + 1]
+        return (self._n_finite[i], self._last_finite[i], self._tail_step[lo:hi],
+                self._tail_value[lo:hi])
 
     def last_logged(self, uid: str) -> dict[str, float]:
         """{key: the value of its last row in logged order} (NaN for a null value)."""

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from ..errors import RundiffError
 from . import facts, layout
 from .schema import PARQUET_META_KEY, POINT_FILE_SCHEMA, SCHEMA_VERSION
-from .writer import POINTS_WRITE_OPTIONS
+from .writer import POINTS_WRITE_OPTIONS, silent_remove, staged
 
 PACK_META_KEY = b"rundiff.fleet.pack"
 PACK_VERSION_KEY = b"rundiff.fleet.pack_version"
@@ -273,11 +273,9 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
     # the partitions' encoding; no statistics: nothing prunes row groups of a pack by value
     options = {**POINTS_WRITE_OPTIONS, "write_statistics": False,
                "use_dictionary": ["key", "run_uid"]}
-    tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.parquet")
-    os.makedirs(os.path.dirname(tmp), exist_ok=True)
     index: dict[str, list[Any]] = {}
     order = sorted(uids, key=lambda u: (str(rows[u].get("source") or ""), u))
-    try:
+    with staged(root) as tmp:
         with pq.ParquetWriter(tmp, PACK_SCHEMA, **options) as out:
             for start in range(0, len(order), READ_BATCH):
                 for uid, table in _tables(root, order[start:start + READ_BATCH], rows, live):
@@ -296,21 +294,14 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
         os.makedirs(pack_dir(root), exist_ok=True)
         size = os.path.getsize(tmp)
         os.replace(tmp, final)
-        return size + _write_facts(root, final), final
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    return size + _write_facts(root, final), final
 
 
 def _write_facts(root: str, segment_path: str) -> int:
     """Store the segment's facts (fleet/facts.py): bytes written, 0 when they could not be (the
     queries then answer what they would have; nothing is lost)."""
     try:
-        return facts.write_facts(Segment(segment_path), facts.facts_path(segment_path),
-                                 layout.tmp_dir(root))
+        return facts.write_facts(Segment(segment_path), facts.facts_path(segment_path), root)
     except Exception:  # derived data: a failure here must not fail the export
         return 0
 
@@ -367,15 +358,8 @@ def _drop(root: str, keep: Sequence[str]) -> None:
     except OSError:
         return
     for path in gone:
-        _silent_remove(path)
+        silent_remove(path)
 
 
 def remove_pack(root: str) -> None:
     shutil.rmtree(pack_dir(root), ignore_errors=True)
-
-
-def _silent_remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass

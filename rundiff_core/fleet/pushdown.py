@@ -38,6 +38,7 @@ from ..errors import InputError
 from ..model import Run
 from . import layout
 from . import pack as packing
+from .facts import TAIL, spike_rule_id, stored_for
 
 ENV = "RUNDIFF_PUSHDOWN"  # also read by commands/_pushdown.py
 BATCH_KEYS = 16  # a values-at scan answers up to this many keys at their common steps at once
@@ -174,8 +175,6 @@ class FleetFacts:
     def _stored_facts(self) -> dict[str, Any]:
         """{uid: StoredFacts} of the selected runs whose current pack entry has stored facts."""
         if self._stored is None:
-            from .facts import stored_for
-
             self._stored = stored_for(self._sources()[0]) if self.use_stored else {}
         return self._stored
 
@@ -245,7 +244,7 @@ class FleetFacts:
         t = math.inf if math.isnan(target) else float(target)
         stored = self._stored_facts().get(uid)
         if stored is not None:
-            tail = stored.tails(uid).get(key)
+            tail = stored.tail(uid, key)
             got = _from_tail(tail, t) if tail is not None else None
             if got is not _UNSURE:
                 return got  # type: ignore[return-value]
@@ -409,13 +408,14 @@ class FleetFacts:
         def work() -> None:
             try:
                 out, rest = self._stored_spikes(rule)
-                if rest is not None and rest.engine is not None:
-                    out.update(rest.engine.query_spikes(rest, rule))
-                elif rest is not None:
-                    for uid, key, steps, values in rest.loss_series():
-                        out.setdefault(uid, {})[key] = rule(steps, values)
-                if rest is not None and rest is not self:
-                    rest.close()
+                if rest is not None:
+                    if rest.engine is not None:
+                        out.update(rest.engine.query_spikes(rest, rule))
+                    else:
+                        for uid, key, steps, values in rest.loss_series():
+                            out.setdefault(uid, {})[key] = rule(steps, values)
+                    if rest is not self:
+                        rest.close()
                 fut.set_result(out)
             except BaseException as exc:  # raised where the result is asked for
                 fut.set_exception(exc)
@@ -430,16 +430,20 @@ class FleetFacts:
                        ) -> tuple[dict[str, dict[str, list[Any]]], FleetFacts | None]:
         """(the spikes stored for `rule`, by run; the FleetFacts of the runs left to scan)."""
         from ..engines.runset import spike_rule
-        from .facts import spike_rule_id
 
         out: dict[str, dict[str, list[Any]]] = {}
         if rule is spike_rule:
-            rule_id = spike_rule_id()
-            for uid, stored in self._stored_facts().items():
-                got = stored.spikes(uid, rule_id)
+            for uid in self._stored_facts():
+                got = self.stored_spikes(uid)
                 if got is not None:
                     out[uid] = got
         return out, self._without(out)
+
+    def stored_spikes(self, uid: str) -> dict[str, list[Any]] | None:
+        """{loss-like key: `spike_rule`'s episodes} stored for the run (fleet/facts.py), or None
+        when its stored facts do not hold or were computed under another spike rule."""
+        stored = self._stored_facts().get(uid)
+        return stored.spikes(uid, spike_rule_id()) if stored is not None else None
 
     def query_tails(self, k: int) -> dict[tuple[str, str], tuple[int, float, list[float],
                                                                   list[float], float]]:
@@ -494,8 +498,6 @@ _UNSURE = object()  # a tail that cannot prove the answer: ask the query
 def _from_tail(tail: tuple[int, float, np.ndarray, np.ndarray], t: float) -> Any:
     """`candidates` from a stored tail (see `query_tails`), or _UNSURE when the answer may lie
     before it. Same answers as `_query_at`: (finite steps, last finite step, lo, y_lo, hi, y_hi)."""
-    from .facts import TAIL
-
     n, last, steps, values = tail
     if not n:
         return None  # no finite step: the query has no row for it either

@@ -7,8 +7,10 @@ the window, ±inf steps), the run's series is loaded through the adapter as usua
 
 `watch` asks of each run what is new since its previous check: per key the points past the step
 it saw last, their last value, their NaN/inf count and first bad step, plus the newest wall time
-and every key's last step and value (`watch_facts`, one GROUP BY for every run). The spike rule
-runs only over the loss series of runs that logged new loss points (`loss_spikes`).
+and every key's last step and value (`watch_facts`: from the stored facts for a first check and
+for runs with nothing new, else one GROUP BY over the other runs). The spike rule's episodes come
+from the stored facts, else the loss series of runs that logged new loss points are scanned
+(`loss_spikes`).
 
 Semantics are the in-memory engines' exactly (tests/fleet/test_pushdown.py compares their JSON).
 """
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .pushdown import FleetFacts, PushedRun, pushed
+from .pushdown import FleetFacts, PushedRun, _f, pushed
 
 if TYPE_CHECKING:
     from ..engines.arms import Arm
@@ -100,7 +102,7 @@ class Near:
         for k in keys:
             ts = self.asked[k]
             self.bounds[k] = (min(ts) - widths[k], max(ts) + widths[k])
-        for uid, k, _f, _l in pairs:
+        for uid, k, _first, _last in pairs:
             self.rows.pop((uid, k), None)
         con = self.facts._connect()
         con.register("_near_win", pa.table({
@@ -204,7 +206,8 @@ def push_arms(arms: Sequence[Arm]) -> int:
 def watch_facts(runs: Sequence[PushedRun], previous: Mapping[str, float | None]
                 ) -> dict[str, WatchFacts]:
     """{address: WatchFacts} of pushed runs, `previous[address]` the last step the previous
-    check saw (None: every point is new); one GROUP BY per dataset."""
+    check saw (None: every point is new); stored facts first (`_stored_idle`), then one GROUP BY
+    per dataset over the runs they do not answer."""
     from ..engines.watch import KeyNews, WatchFacts
 
     out: dict[str, WatchFacts] = {}
@@ -245,7 +248,8 @@ def _stored_idle(facts: FleetFacts, prev: Mapping[str, float | None]
                  ) -> dict[str, dict[str, tuple[Any, ...]]]:
     """`_query_watch`'s rows for the runs the stored facts (fleet/facts.py) answer without a
     scan: a first check (every point is new: the stored counts are the news), and a run whose
-    every key ended at or before the previous check's step (nothing is new). Others: None."""
+    every key ended at or before the previous check's step (nothing is new). Other runs are
+    left out, for the query."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for uid, stored in facts._stored_facts().items():
         if uid not in prev:
@@ -328,17 +332,14 @@ def _stored_spikes(facts: FleetFacts, members: dict[str, PushedRun],
                    wanted: Mapping[str, Collection[str] | None],
                    rule: Callable[[np.ndarray, np.ndarray], list[Any]],
                    out: dict[tuple[str, str], list[Any]]) -> None:
-    """Fill `out` from the spikes stored with the facts, for runs whose stored facts hold, when
-    `rule` is `robust_spikes` (the stored episodes' peaks); those runs leave `members`."""
+    """Fill `out` from the spikes stored with the facts (`FleetFacts.stored_spikes`) when `rule`
+    is `robust_spikes` (the stored episodes' peaks); the runs answered leave `members`."""
     from ..engines.stats import robust_spikes
-    from .facts import spike_rule_id
 
     if rule is not robust_spikes:
         return
-    rule_id = spike_rule_id()
-    stored = facts._stored_facts()
     for uid in list(members):
-        got = stored[uid].spikes(uid, rule_id) if uid in stored else None
+        got = facts.stored_spikes(uid)
         if got is None:
             continue
         address = members.pop(uid).address
@@ -346,7 +347,3 @@ def _stored_spikes(facts: FleetFacts, members: dict[str, PushedRun],
         for key, episodes in got.items():
             if keys is None or key in keys:
                 out[(address, key)] = [(e.step, e.value, e.score) for e in episodes]
-
-
-def _f(x: Any) -> float:
-    return math.nan if x is None else float(x)

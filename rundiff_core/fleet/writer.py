@@ -8,12 +8,14 @@ on this host is taken over.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import shutil
 import socket
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,19 +60,27 @@ def points_table(history: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=with_version(POINT_FILE_SCHEMA))
 
 
+@contextlib.contextmanager
+def staged(root: str, suffix: str = ".parquet") -> Iterator[str]:
+    """A fresh path in the dataset's `_tmp/` to write a file at before renaming it into place;
+    the file is removed when the block raises (a rename inside the block has moved it away)."""
+    tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}{suffix}")
+    os.makedirs(os.path.dirname(tmp), exist_ok=True)
+    try:
+        yield tmp
+    except BaseException:
+        silent_remove(tmp)
+        raise
+
+
 def atomic_write_table(table: pa.Table, final_path: str, root: str,
                        options: dict[str, Any] | None = None) -> int:
     """Write `table` to `final_path` through a temp file in the dataset's `_tmp/`; returns bytes."""
-    tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.parquet")
-    os.makedirs(os.path.dirname(tmp), exist_ok=True)
-    try:
+    with staged(root) as tmp:
         pq.write_table(table, tmp, **(options or WRITE_OPTIONS))
         size = os.path.getsize(tmp)
         os.makedirs(os.path.dirname(final_path), exist_ok=True)
         os.replace(tmp, final_path)
-    except BaseException:
-        _silent_remove(tmp)
-        raise
     return size
 
 
@@ -87,7 +97,7 @@ def write_points(root: str, source: str, run_uid: str, table: pa.Table | None) -
 
 def remove_points(root: str, source: str, run_uid: str) -> None:
     part = layout.partition_dir(root, source, run_uid)
-    _silent_remove(os.path.join(part, layout.PART_FILE))
+    silent_remove(os.path.join(part, layout.PART_FILE))
     try:
         os.rmdir(part)
     except OSError:
@@ -161,7 +171,7 @@ class DatasetLock:
             except FileExistsError:
                 owner = self._owner()
                 if owner and owner.get("host") == me["host"] and not _alive(owner.get("pid")):
-                    _silent_remove(self.path)  # left by a process that died: take it over
+                    silent_remove(self.path)  # left by a process that died: take it over
                     continue
                 raise InputError(
                     f"another export is writing {os.path.dirname(self.path)} "
@@ -184,7 +194,7 @@ class DatasetLock:
 
     def __exit__(self, *exc: object) -> None:
         if self.held:
-            _silent_remove(self.path)
+            silent_remove(self.path)
             self.held = False
 
 
@@ -198,7 +208,7 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def _silent_remove(path: str) -> None:
+def silent_remove(path: str) -> None:
     try:
         os.remove(path)
     except OSError:

@@ -129,7 +129,7 @@ def test_unreadable_or_foreign_facts_are_ignored(fleet, capsys, monkeypatch):
     other = packing.pack_dir(str(dataset)) + "/seg-other.parquet"
     shutil.copy(os.path.join(packing.pack_dir(str(dataset)), name.replace(
         stored_facts.SUFFIX, ".parquet")), other)
-    stored_facts.write_facts(packing.Segment(other), path, str(dataset / "_tmp"))
+    stored_facts.write_facts(packing.Segment(other), path, str(dataset))
     os.remove(other)
     assert stored_facts.open_facts(packing.open_pack(str(dataset)).segments[0]) is None
     assert rank_json(capsys, f"parquet:{dataset}", "--metric", "loss") == memory
