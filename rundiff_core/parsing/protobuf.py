@@ -206,6 +206,26 @@ def match(
     return ok, cols
 
 
+def _match_first(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 templates: tuple[Template, ...]
+                 ) -> tuple[list[tuple[Template, np.ndarray, list[tuple[np.ndarray, ...]]]],
+                            np.ndarray]:
+    """Each message's first matching template, tried in order on the messages no earlier one
+    matched: ([(template, the messages it matched, their fields' (start, length, value))], the
+    messages none matched)."""
+    rest = np.arange(len(starts))
+    matched = []
+    for template in templates:
+        if not len(rest):
+            break
+        hit, cols = match(buf, starts[rest], ends[rest], template)
+        if not hit.any():
+            continue
+        matched.append((template, rest[hit], [(a[hit], b[hit], c[hit]) for a, b, c in cols]))
+        rest = rest[~hit]
+    return matched, rest
+
+
 def scan(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, templates: tuple[Template, ...] = ()
 ) -> Fields:
@@ -219,19 +239,12 @@ def scan(
     if not templates:
         return _scan(buf, starts, ends)
     n = len(starts)
-    rest = np.arange(n)
+    matched, rest = _match_first(buf, starts, ends, templates)
     parts: list[tuple[np.ndarray, ...]] = []
-    for template in templates:
-        if not len(rest):
-            break
-        hit, cols = match(buf, starts[rest], ends[rest], template)
-        if not hit.any():
-            continue
-        owners = rest[hit]
+    for template, owners, cols in matched:
         for (field_no, wt), (start, length, value) in zip(template, cols, strict=True):
             parts.append((owners, np.full(len(owners), field_no, np.int64),
-                          np.full(len(owners), wt, np.int64), start[hit], length[hit], value[hit]))
-        rest = rest[~hit]
+                          np.full(len(owners), wt, np.int64), start, length, value))
     if not parts:
         return _scan(buf, starts, ends)
     bad = np.zeros(n, bool)
@@ -378,23 +391,16 @@ def columns(
             for f in wanted}
     which = np.zeros(n, np.int64)
     bad = np.zeros(n, bool)
-    rest = np.arange(n)
-    for template in templates:
-        if not len(rest):
-            break
-        hit, got = match(buf, starts[rest], ends[rest], template)
-        if not hit.any():
-            continue
-        owners = rest[hit]
+    matched, rest = _match_first(buf, starts, ends, templates)
+    for template, owners, got in matched:
         for (field_no, wt), (start, length, value) in zip(template, got, strict=True):
             if wanted.get(field_no) == wt:
                 c = cols[field_no]
-                c.start[owners], c.length[owners] = start[hit], length[hit]
+                c.start[owners], c.length[owners] = start, length
                 if wt == VARINT:
-                    c.value[owners] = value[hit]
+                    c.value[owners] = value
             if field_no in oneof:
                 which[owners] = field_no
-        rest = rest[~hit]
     if len(rest) == n:
         generic = _scan(buf, starts, ends)
         bad = generic.bad
