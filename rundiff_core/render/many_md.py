@@ -9,6 +9,7 @@ from . import fmt, fmt_step, md_table
 
 ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
 RANK_ROWS = 15
+WATCH_RUNS = 20  # runs listed by watch before "and N more" (a fleet can have thousands)
 REPORT_ROWS = 20
 ABLATE_ROWS = 24  # ablation × metric rows (largest impact first) before "and N more"  # results-table rows before "and N more"  # rows per ranked metric before "and N more"
 
@@ -169,12 +170,26 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     return "\n".join(out) + "\n"
 
 
-def render_watch(result, alerts_per_run: int = 3) -> str:  # noqa: ANN001 - WatchResult
-    """One line per run (status, progress, age in human units) and its alerts, capped per run."""
+def render_watch(result, alerts_per_run: int = 3,  # noqa: ANN001 - WatchResult
+                 max_runs: int | None = None) -> str:
+    """One line per run (status, progress, age in human units) and its alerts, capped per run.
+    Past `max_runs` runs (default WATCH_RUNS): a headline with the alert counts first, then the runs whose alerts
+    need a look (anything but "finished"), then the others, cut at `max_runs` with a count."""
+    from collections import Counter
+
     from ..engines.watch import human_age
 
     out = []
-    for c in result.runs:
+    runs = list(result.runs)
+    max_runs = WATCH_RUNS if max_runs is None else max_runs
+    if len(runs) > max_runs:
+        kinds = Counter(a.kind for c in runs for a in c.alerts)
+        listed = ", ".join(f"{n} {k}" for k, n in kinds.most_common()) or "none"
+        out.append(f"{len(runs)} runs watched; alerts: {listed}")
+        look = [c for c in runs if any(a.kind != "finished" for a in c.alerts)]
+        seen = {id(c) for c in look}
+        runs = (look + [c for c in runs if id(c) not in seen])[:max_runs]
+    for c in runs:
         prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
         if len(c.progress) > 4:
             prog += f" (+{len(c.progress) - 4} keys)"
@@ -188,4 +203,6 @@ def render_watch(result, alerts_per_run: int = 3) -> str:  # noqa: ANN001 - Watc
         out += [f"  ALERT {a.kind}: {a.message}" for a in c.alerts[:alerts_per_run]]
         if len(c.alerts) > alerts_per_run:
             out.append(f"  … and {len(c.alerts) - alerts_per_run} more alerts (--format json lists all)")
+    if len(result.runs) > len(runs):
+        out.append(f"… and {len(result.runs) - len(runs)} more runs (--format json lists all)")
     return "\n".join(out) + ("\n" if out else "")

@@ -117,3 +117,20 @@ def test_loop_stops_cleanly_on_ctrl_c(tmp_path, monkeypatch, capsys, every):
     monkeypatch.setattr("rundiff_core.commands.watch.time.sleep", fake_sleep)
     assert main(["watch", run, "--every", every]) == 0
     assert calls["n"] == 1 and "watch stopped" in capsys.readouterr().err
+
+
+def test_many_runs_fit_one_screen_with_the_alerts_first(tmp_path, capsys, monkeypatch):
+    """Past the cap, watch's text leads with the alert counts, lists the runs whose alerts need a
+    look before the merely finished ones, and says how many runs it left out."""
+    from rundiff_core.render import many_md
+
+    monkeypatch.setattr(many_md, "WATCH_RUNS", 3)
+    for i in range(5):
+        write_journal(tmp_path / f"done-{i}", lr=0.1, floor=0.5, seed=i)
+    write_journal(tmp_path / "z-nan", lr=0.1, floor=0.5, nan_at=50, running=True)
+    assert main(["watch", str(tmp_path), "--once"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("6 runs watched; alerts: 5 finished, 1 nan")
+    assert "z-nan" in out[1]  # the run with a NaN leads, though it sorts last
+    assert sum(1 for line in out if not line.startswith(("  ", "…"))) == 1 + 3
+    assert out[-1] == "… and 3 more runs (--format json lists all)"
