@@ -47,11 +47,12 @@ def load_runs(address: str) -> list[Any]:
     return runs
 
 
-def load_sources(addresses: Sequence[str], arms: Any = None) -> list[Any]:
+def load_sources(addresses: Sequence[str], arms: Any = None, named: set[str] | None = None
+                 ) -> list[Any]:
     """Runs for `rank`/`ablate` (as the CLI; no progress bar: the API prints nothing)."""
     from rundiff_core.engines.runset import load_sources as _load_sources
 
-    runs = _load_sources(list(addresses), progress=False, arms=arms)
+    runs = _load_sources(list(addresses), progress=False, arms=arms, named=named)
     _checked(r.address for r in runs)
     return runs
 
@@ -87,18 +88,18 @@ def resolve_arms(addresses: Sequence[str], student: str | None, siblings: bool) 
 
 
 # ---- engines -----------------------------------------------------------------------------------
-def run_diff(a: str, b: str, *, metric: str, goal: str | None, stat: str, all_keys: bool,
+def run_diff(a: str, b: str, *, metric: str | None, goal: Sequence[str], stat: str, all_keys: bool,
              seeds: bool) -> Any:
     """`rundiff diff A B` (commands/diff.py)."""
-    from rundiff_core.engines.arms import label_arms, overlapping, split_to_runs
+    from rundiff_core.engines.arms import label_arms, named_sides
     from rundiff_core.engines.diff import run_diff as _run_diff
 
     arm_a = load_arm(a, siblings=seeds)
     arm_b = load_arm(b, siblings=seeds)
-    if overlapping(arm_a, arm_b):  # two seeds of one arm: compared run to run, as the CLI does
-        arm_a, arm_b = split_to_runs([arm_a, arm_b])
+    arm_a, arm_b = named_sides([arm_a, arm_b])  # the named runs are the sides, as in the CLI
     label_arms([arm_a, arm_b], grouping(seeds))
-    return _run_diff(arm_a, arm_b, metric=metric, goal=goal, statistic=stat, all_keys=all_keys)
+    return _run_diff(arm_a, arm_b, metric=metric, goal=list(goal), statistic=stat,
+                     all_keys=all_keys)
 
 
 def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Sequence[str] | None,
@@ -106,8 +107,8 @@ def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Seque
                 diagnostic: Sequence[str], project_file: str | None, align: str, x: str,
                 last: int, goals: Sequence[str], seeds: bool, curves: bool) -> Any:
     """`rundiff compare ADDR…` (commands/compare.py); `goals` and `maps` as the CLI spells them."""
-    from rundiff_core.commands.compare import _goals
     from rundiff_core.engines.compare import run_compare as _run_compare
+    from rundiff_core.engines.directions import goal_rules
     from rundiff_core.engines.metricnames import parse_maps
     from rundiff_core.engines.roles import build_rules
 
@@ -115,31 +116,33 @@ def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Seque
     arms, student_index = resolve_arms(addresses, student, seeds)
     return _run_compare(
         arms, metrics=list(metrics) if metrics else None, maps=parse_maps(list(maps)),
-        student=student_index, align=align, x=x, rules=rules, goals=_goals(list(goals)),
+        student=student_index, align=align, x=x, rules=rules, goals=goal_rules(list(goals), project_file),
         last_k=last, curves=curves,
     )
 
 
-def run_rank(addresses: Sequence[str], *, metrics: Sequence[str] | None, goal: str | None,
-             align: str, seed_groups: bool) -> Any:
+def run_rank(addresses: Sequence[str], *, metrics: Sequence[str] | None, goal: Sequence[str],
+             align: str, seed_groups: bool, step: float | None = None) -> Any:
     """`rundiff rank SRC…` (commands/rank.py); no address means project detection, as there."""
     from rundiff_core.engines.rank import run_rank as _run_rank
 
     rule = grouping(seed_groups)
     runs = load_sources(list(addresses) or default_addresses(), arms=rule)
-    return _run_rank(runs, metrics=list(metrics) if metrics else None, goal=goal,
-                     grouping=rule, align=align)
+    return _run_rank(runs, metrics=list(metrics) if metrics else None, goal=list(goal),
+                     grouping=rule, align=align, at=step)
 
 
 def run_ablate(sources: Sequence[str], *, baseline: str, metrics: Sequence[str] | None,
-               goal: str | None) -> Any:
+               goal: Sequence[str]) -> Any:
     """`rundiff ablate --baseline B SRC…` (commands/ablate.py)."""
     from rundiff_core.engines.ablate import run_ablate as _run_ablate
+    from rundiff_core.engines.arms import seeds_apart
 
     rule = grouping(True)
     arm = load_arm(baseline, siblings=True)
-    runs = load_sources(sources, arms=rule)
-    return _run_ablate(arm.seeds, runs, metrics=list(metrics) if metrics else None, goal=goal,
+    named: set[str] = set()
+    runs = load_sources(sources, arms=rule, named=named)
+    return _run_ablate(seeds_apart(arm, named), runs, metrics=list(metrics) if metrics else None, goal=list(goal),
                        grouping=rule)
 
 

@@ -29,10 +29,24 @@ def _usage(message: str, hint: str | None = None) -> Exception:
     return UsageError(message, hint=hint)
 
 
-def _goal(goal: str | None) -> str | None:
-    if goal not in (None, "min", "max"):
-        raise _usage(f"goal {goal!r} is not 'min' or 'max'")
-    return goal
+Goal = str | Sequence[str] | Mapping[str, str] | None
+"""A direction: 'min' or 'max' for every metric, {"metric": "max"}, or ["metric=max", …]."""
+
+
+def _goal(goal: Goal) -> list[str]:
+    """`goal` as the command line spells it (`min`, `M=max`…); a bad one is a UsageError."""
+    from rundiff_core.engines.directions import parse_goals
+
+    if isinstance(goal, Mapping):
+        items = [f"{k}={v}" for k, v in goal.items()]
+    elif goal is None:
+        items = []
+    else:
+        items = [goal] if isinstance(goal, str) else list(goal)
+    if not all(isinstance(g, str) for g in items):
+        raise _usage(f"goal {goal!r} is not 'min', 'max' or METRIC=min|max")
+    parse_goals(items)
+    return items
 
 
 def _metrics(metric: str | Sequence[str] | None) -> list[str] | None:
@@ -85,14 +99,15 @@ def history(*addresses: str, keys: Iterable[str] | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def diff(a: str, b: str, *, metric: str | None = None, goal: str | None = None,
+def diff(a: str, b: str, *, metric: str | None = None, goal: Goal = None,
          stat: str = "last10_mean", all_keys: bool = False, seeds: bool = True,
          precision: int = 4) -> DiffResult:
-    """`rundiff diff A B`: config diff, headline metric (default `loss`), sibling seeds as
+    """`rundiff diff A B`: config diff, headline metric (default: `loss`, else the main metric
+    both runs log that carries information), sibling seeds as
     variance samples (`seeds=False` is `--no-seeds`), stability, and `.verdict`, one of the four
     strict templates."""
     a, b = _addresses((a, b))
-    raw = _bridge.run_diff(a, b, metric=metric or "loss", goal=_goal(goal), stat=stat,
+    raw = _bridge.run_diff(a, b, metric=metric, goal=_goal(goal), stat=stat,
                            all_keys=all_keys, seeds=seeds)
     return DiffResult(raw, precision=precision)
 
@@ -101,7 +116,7 @@ def compare(*addresses: str, metric: str | Sequence[str] | None = None, student:
             maps: Mapping[str, str] | None = None, proxy: Sequence[str] = (),
             downstream: Sequence[str] = (), diagnostic: Sequence[str] = (),
             project_file: str | None = None, align: str = "nearest", x: str = "step",
-            last: int = 10, goals: Mapping[str, str] | None = None, seeds: bool = True,
+            last: int = 10, goals: Goal = None, seeds: bool = True,
             precision: int = 4, trace: bool = False, smooth: float = 0.0) -> CompareResult:
     """`rundiff compare ADDR…`: every baseline read at the student's current step (the run still
     training, or `student=`). `metric` is one name or several; `maps={"logged": "metric"}`,
@@ -112,24 +127,25 @@ def compare(*addresses: str, metric: str | Sequence[str] | None = None, student:
         _addresses(addresses), student=student, metrics=_metrics(metric),
         maps=[f"{k}={v}" for k, v in (maps or {}).items()], proxy=proxy, downstream=downstream,
         diagnostic=diagnostic, project_file=project_file, align=align, x=x, last=last,
-        goals=[f"{k}={v}" for k, v in (goals or {}).items()], seeds=seeds, curves=True,
+        goals=_goal(goals), seeds=seeds, curves=True,
     )
     return CompareResult(raw, precision=precision, trace=trace, smooth=smooth)
 
 
-def rank(*addresses: str, metric: str | Sequence[str] | None = None, goal: str | None = None,
-         align: str = "nearest", seed_groups: bool = True, precision: int = 4) -> RankResult:
-    """`rundiff rank SRC…`: groups ranked at the latest step every run reached (project
-    detection when no address is given); the first metric is the primary one."""
+def rank(*addresses: str, metric: str | Sequence[str] | None = None, goal: Goal = None,
+         align: str = "nearest", seed_groups: bool = True, step: float | None = None,
+         precision: int = 4) -> RankResult:
+    """`rundiff rank SRC…`: groups ranked per metric at the last step every run reached, or at
+    `step` (project detection when no address is given); the first metric is the headline."""
     if align not in ("nearest", "interpolate"):
         raise _usage(f"align {align!r} is not 'nearest' or 'interpolate'")
     raw = _bridge.run_rank(_addresses(addresses), metrics=_metrics(metric), goal=_goal(goal),
-                           align=align, seed_groups=seed_groups)
+                           align=align, seed_groups=seed_groups, step=step)
     return RankResult(raw, precision=precision)
 
 
 def ablate(*sources: str, baseline: str, metric: str | Sequence[str] | None = None,
-           goal: str | None = None, precision: int = 4) -> AblateResult:
+           goal: Goal = None, precision: int = 4) -> AblateResult:
     """`rundiff ablate --baseline B SRC…`: each ablation's changed config keys and its
     same-step deltas against the baseline, ranked by impact."""
     (baseline,) = _addresses((baseline,))

@@ -11,6 +11,7 @@ to one table (`run_uid`, key, step, value, wall_time) plus a runs table built fr
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
@@ -321,6 +322,24 @@ class Run:
             logged = steps[~np.isnan(steps)]
             hit = self._last[key] = float(logged.max()) if len(logged) else float("nan")
         return hit
+
+    def point_count(self, key: str) -> int:
+        """How many points `key` logged (a fleet run answers from its stored facts)."""
+        return len(self.series(key)[0])
+
+    def tail_values(self, key: str, n: int = 8) -> np.ndarray | None:
+        """The values of `key`'s last `n` points, or None when they cannot be had without reading
+        the history (a fleet run without stored facts)."""
+        return self.series(key)[1][-n:]
+
+    def last_value(self, key: str) -> float:
+        """The value logged at `key`'s last step (the last of duplicates); NaN when it has none."""
+        steps, values, _ = self.series(key)
+        last = self.last_step(key)
+        if math.isnan(last):
+            return math.nan
+        hits = np.flatnonzero(steps == last)
+        return float(values[hits[-1]])
 
     def nonfinite(self, key: str) -> tuple[int, float | None]:
         """(how many NaN/±inf values `key` logged, the step of the first in logged order)."""

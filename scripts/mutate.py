@@ -27,9 +27,11 @@ OUT = ROOT / "build" / "mutate"
 CORE = "rundiff_core"
 GROUPS: dict[str, tuple[str, list[str] | None, list[str]]] = {
     "stats": (f"{CORE}/engines/stats.py",
-              ["headline", "sample_std", "pooled_std", "goal_for", "goal_is_known", "ǁHeadlineǁstat"],
+              ["headline", "sample_std", "pooled_std", "ǁHeadlineǁstat"],
               ["tests/core/test_stats_rules.py", "tests/core/test_stats_align_redact.py",
                "tests/core/test_diff.py", "tests/core/test_verdict_rules.py"]),
+    "directions": (f"{CORE}/engines/directions.py", None,
+                   ["tests/core/test_directions.py"]),
     "verdicts": (f"{CORE}/engines/diff.py", ["verdict_for", "_arm_variance"],
                  ["tests/core/test_diff.py", "tests/core/test_verdict_rules.py"]),
     "redact": (f"{CORE}/redact.py", None,

@@ -9,6 +9,7 @@ from ..render import dumps
 from ..render.formats import emit, format_choices
 from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
+from .goal_options import add_goal_option, goals_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -19,7 +20,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("sources", nargs="+", metavar="SRC", help="ablation runs or folders of them")
     p.add_argument("--baseline", required=True, help="address of the baseline run or seed folder")
     p.add_argument("--metric", action="append", help="metric (repeatable; first is primary)")
-    p.add_argument("--goal", choices=("min", "max"))
+    add_goal_option(p)
     add_arm_options(p)
     p.add_argument("--format", choices=format_choices("ablate", ("md", "json")), default="md")
     p.add_argument("--precision", type=int, default=4)
@@ -29,16 +30,17 @@ def add_parser(sub: CommandHost) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..engines.ablate import run_ablate
-    from ..engines.arms import load_arm
+    from ..engines.arms import load_arm, seeds_apart
     from ..engines.runset import load_sources
     from ..render.many_md import render_ablate
 
     grouping = grouping_from(args)
     arm = load_arm(args.baseline, grouping=grouping)
+    named: set[str] = set()
     with pushed(args, args.sources) as runs:
         if runs is None:
-            runs = load_sources(args.sources, arms=grouping)
-        result = run_ablate(arm.seeds, runs, metrics=args.metric, goal=args.goal,
+            runs = load_sources(args.sources, arms=grouping, named=named)
+        result = run_ablate(seeds_apart(arm, named), runs, metrics=args.metric, goal=goals_from(args),
                             grouping=grouping)
     if emit("ablate", args.format, result.to_dict):
         pass

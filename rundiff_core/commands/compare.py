@@ -12,6 +12,7 @@ from ..render import dumps
 from ..render.formats import emit, format_choices
 from ._pushdown import add_switch, push_arms
 from .arm_options import add_arm_options, grouping_from
+from .goal_options import add_goal_option, goals_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -61,8 +62,7 @@ def add_parser(sub: CommandHost) -> None:
                    "key such as epoch or tokens")
     p.add_argument("--last", type=int, default=10, metavar="K",
                    help="student points used for the trend (default: 10)")
-    p.add_argument("--goal", action="append", default=[], metavar="M=min|max",
-                   help="direction of a metric when the name does not tell (repeatable)")
+    add_goal_option(p)
     add_arm_options(p)
     p.add_argument("--format", choices=format_choices("compare", ("md", "json", "csv")), default="md",
                    help="stdout format: Markdown tables (default), JSON, or CSV")
@@ -77,20 +77,11 @@ def add_parser(sub: CommandHost) -> None:
     p.set_defaults(func=run)
 
 
-def _goals(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        metric, sep, goal = item.rpartition("=")
-        if not sep or goal not in ("min", "max") or not metric:
-            raise UsageError(f"--goal {item!r} is not METRIC=min or METRIC=max")
-        out[metric] = goal
-    return out
-
-
 def resolve_arms(addresses: list[str], student: str | None, siblings: bool = True,
                  grouping: Grouping | None = None) -> tuple[list[Arm], int | None]:
     """Arms for every address (labelled together), and the student's index when --student names
-    one."""
+    one. The named addresses are the sides (`engines.arms.named_sides`); when every run given is a
+    seed of one arm, the runs are compared one by one."""
     from ..engines.arms import label_arms
 
     arms, si = _resolve(addresses, student, siblings, grouping)
@@ -100,25 +91,27 @@ def resolve_arms(addresses: list[str], student: str | None, siblings: bool = Tru
 
 def _resolve(addresses: list[str], student: str | None, siblings: bool,
              grouping: Grouping | None) -> tuple[list[Arm], int | None]:
-    from ..engines.arms import load_arms
+    from ..engines.arms import load_arms, named_sides, runs_apart
 
     arms: list[Arm] = []
-    origin: list[str] = []
     for raw in addresses:
-        got = load_arms(raw, siblings=siblings, grouping=grouping)
-        arms += got
-        origin += [raw] * len(got)
+        arms += load_arms(raw, siblings=siblings, grouping=grouping)
+    arms = runs_apart(named_sides(arms))
     if student is None:
         return arms, None
-    direct = [i for i, raw in enumerate(origin) if raw == student]
+    direct = [i for i, arm in enumerate(arms) if arm.address == student]
     if len(direct) == 1:
         return arms, direct[0]
     wanted = load_arms(student, siblings=siblings, grouping=grouping)
     if len(wanted) != 1:
         raise UsageError(f"--student {student} names {len(wanted)} arms", hint="name one run")
     mine = {r.address for r in wanted[0].seeds}
+    primary = wanted[0].primary.address
+    for i, arm in enumerate(arms):  # the arm holding the student's run itself, else one of its seeds
+        if arm.primary.address == primary:
+            return arms, i
     for i, arm in enumerate(arms):
-        if arm.primary.address in mine or wanted[0].primary.address in {r.address for r in arm.seeds}:
+        if arm.primary.address in mine or primary in {r.address for r in arm.seeds}:
             return arms, i
     return [wanted[0], *arms], 0
 
@@ -135,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     push_arms(args, arms)  # fleet runs answer from DuckDB where they are sliced
     result = run_compare(
         arms, metrics=args.metric or None, maps=parse_maps(args.map), student=student,
-        align=args.align, x=args.x, rules=rules, goals=_goals(args.goal), last_k=args.last,
+        align=args.align, x=args.x, rules=rules, goals=goals_from(args), last_k=args.last,
         curves=bool(args.html or args.png), show_all=args.all,
     )
     if args.html:

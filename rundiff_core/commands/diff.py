@@ -9,6 +9,7 @@ from ..engines.options import STATISTICS
 from ..render import dumps
 from ..render.formats import emit, format_choices
 from .arm_options import add_arm_options, grouping_from
+from .goal_options import add_goal_option, goals_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -20,7 +21,7 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("b", metavar="B", help="address of run B")
     p.add_argument("--metric", help="headline metric (default: loss, else the main loss or "
                    "accuracy both runs log)")
-    p.add_argument("--goal", choices=("min", "max"), help="override the direction guessed from the name")
+    add_goal_option(p)
     p.add_argument("--stat", default="last10_mean", choices=STATISTICS, help="per-seed statistic")
     p.add_argument("--all-keys", action="store_true", help="list every changed config key")
     add_arm_options(p, no_seeds_help="compare the two named runs only, without their seeds")
@@ -30,17 +31,16 @@ def add_parser(sub: CommandHost) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engines.arms import label_arms, load_arm, overlapping, split_to_runs
+    from ..engines.arms import label_arms, load_arm, named_sides
     from ..engines.diff import run_diff
     from ..render.diff_md import render_diff_markdown
 
     grouping = grouping_from(args)
     a = load_arm(args.a, grouping=grouping)
     b = load_arm(args.b, grouping=grouping)
-    if overlapping(a, b):  # two seeds of one arm: compare them run to run
-        a, b = split_to_runs([a, b])
+    a, b = named_sides([a, b])  # the named runs are the sides, never seeds of each other's arm
     label_arms([a, b], grouping)
-    result = run_diff(a, b, metric=args.metric, goal=args.goal, statistic=args.stat, all_keys=args.all_keys)
+    result = run_diff(a, b, metric=args.metric, goal=goals_from(args), statistic=args.stat, all_keys=args.all_keys)
     if emit("diff", args.format, result.to_dict):
         pass
     elif args.format == "json":

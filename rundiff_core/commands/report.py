@@ -9,6 +9,7 @@ from ..render import dumps
 from ..render.formats import emit, format_choices
 from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
+from .goal_options import add_goal_option, goals_from
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -19,6 +20,9 @@ def add_parser(sub: CommandHost) -> None:
     p.add_argument("sources", nargs="*", metavar="SRC")
     p.add_argument("--metric", action="append", help="headline metric (repeatable; first is primary)")
     p.add_argument("-o", "--output", help="write to FILE (.md or .html) instead of stdout")
+    add_goal_option(p)
+    p.add_argument("--step", type=float, metavar="N", help="read every metric at step N (default: "
+                   "per metric, the last step every run reached)")
     add_arm_options(p)
     p.add_argument("--format", choices=format_choices("report", ("md", "json")), default="md")
     add_switch(p)
@@ -36,14 +40,15 @@ def run(args: argparse.Namespace) -> int:
     with pushed(args, sources) as runs:
         if runs is None:
             runs = load_sources(sources, arms=grouping)
-        rep = build_report(runs, metrics=args.metric, grouping=grouping)
+        rep = build_report(runs, metrics=args.metric, grouping=grouping, goal=goals_from(args),
+                           at=args.step)
         if not args.output and emit("report", args.format, rep.to_dict):
             return 0
         curves = None
         if args.output and args.output.endswith(".html"):
             from ..engines.report import report_curves
 
-            curves = report_curves(rep, runs, grouping)
+            curves = report_curves(rep, runs, grouping, goals_from(args))
     if curves is not None:
         from ..render.report_html import render_report_html
 

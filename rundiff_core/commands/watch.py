@@ -47,7 +47,7 @@ def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
 
 
 def _check(args: argparse.Namespace, stale: float) -> WatchResult:
-    from ..engines.arms import arms_of, load_arm
+    from ..engines.arms import arms_of, load_arm, runs_apart, seeds_apart
     from ..engines.runset import load_sources
     from ..engines.watch import WatchResult, WatchState, check_run, series_spikes, state_key
 
@@ -58,15 +58,20 @@ def _check(args: argparse.Namespace, stale: float) -> WatchResult:
     checks = []
     runs = pushed_runs(args, args.sources, spikes=False)
     facts, spikes = {}, {}
+    named: set[str] = set()
     if runs is None:
-        runs = load_sources(args.sources)
+        runs = load_sources(args.sources, named=named)
     else:  # a fleet dataset: what is new per run from one query, not every history
         once: dict[str, Run] = {}
         for r in runs:
             once.setdefault(r.address, r)
         runs = list(once.values())
         facts, spikes = _pushed_facts(runs, state.data)
-    arm_of = {r.address: arm for arm in arms_of(runs, grouping) for r in arm.seeds}
+    arms = arms_of(runs, grouping)
+    if len(arms) == 1 and not grouping.group_by:  # one arm of everything watched says nothing
+        arms = runs_apart(arms, "watched")
+    arm_of = {r.address: arm for arm in arms for r in arm.seeds}
+    base_seeds = seeds_apart(barm, named) if barm else None  # a watched run is no baseline seed
     for run_ in runs:
         extra: dict[str, Any] = {}
         if run_.address in facts:
@@ -75,13 +80,13 @@ def _check(args: argparse.Namespace, stale: float) -> WatchResult:
                      else series_spikes(r, k)}
         check, new_state = check_run(run_, state.data.get(run_.address, {}), now=now, stale_after=stale,
                                      baseline=barm.primary if barm else None, divergence=args.divergence,
-                                     baseline_seeds=barm.seeds if barm else None,
+                                     baseline_seeds=base_seeds,
                                      baseline_label=barm.label if barm else None, **extra)
         check.arm, check.arm_size = arm_of[run_.address].label, arm_of[run_.address].n
         state.data[run_.address] = new_state
         checks.append(check)
     state.save()
-    return WatchResult(now, checks)
+    return WatchResult(now, checks, notes=[n for arm in arms for n in arm.notes])
 
 
 def _pushed_facts(runs: list[Run], seen: dict[str, Any]

@@ -18,15 +18,16 @@ from typing import Any
 from ..model import Run
 from .arms import Grouping
 from .diff import ConfigChange, config_diff
+from .directions import GoalRules, goal_rules
 from .jsonable import jsonable
-from .runset import Group, common_step, group_stat, seed_groups, shared_metrics
-from .stats import goal_for, welch_p
+from .runset import Group, choose_step, group_stat, seed_groups, shared_metrics
+from .stats import welch_p
 
 
 @dataclass
 class Effect:
     metric: str
-    goal: str
+    goal: str | None  # None: direction unknown — no better/worse
     step: float
     baseline: float
     value: float
@@ -38,6 +39,7 @@ class Effect:
     relative: float
     improves: bool | None
     sources: list[str]
+    not_reached: list[str] = field(default_factory=list)  # runs that stopped before `step`
 
 
 @dataclass
@@ -76,13 +78,18 @@ def _changes(base: Run, other: Run, grouping: Grouping | None = None) -> list[Co
     return config_diff(base, other, ignore_seed=True, ignore_identity=True, rules=rules)
 
 
-def _effect(base: Group, abl: Group, metric: str, goal: str | None) -> Effect | None:
+def _effect(base: Group, abl: Group, metric: str, goals: GoalRules) -> Effect | None:
     runs = [r for r in base.runs + abl.runs if metric in r.metric_keys()]
     if not any(metric in r.metric_keys() for r in base.runs) or not any(metric in r.metric_keys() for r in abl.runs):
         return None
-    goal = goal or goal_for(metric)
-    step = common_step(runs, metric)
-    b, a = group_stat(base, metric, step), group_stat(abl, metric, step)
+    goal = goals.direction(metric, runs).goal
+    where = choose_step(runs, metric)
+    step, late = where.step, where.not_reached
+
+    def reached(g: Group) -> Group:
+        return Group(g.label, [r for r in g.runs if r.address not in late], g.how)
+
+    b, a = group_stat(reached(base), metric, step), group_stat(reached(abl), metric, step)
     delta = a.mean - b.mean
     if b.n >= 2 and a.n >= 2:
         se = math.sqrt(b.std**2 / b.n + a.std**2 / a.n)
@@ -90,19 +97,27 @@ def _effect(base: Group, abl: Group, metric: str, goal: str | None) -> Effect | 
     else:
         se, p = math.nan, math.nan
     rel = delta / abs(b.mean) if b.mean not in (0, math.nan) and math.isfinite(b.mean) and b.mean != 0 else math.nan
-    improves = None if not math.isfinite(delta) or delta == 0 else (delta < 0 if goal == "min" else delta > 0)
+    improves = None if not math.isfinite(delta) or delta == 0 or goal is None else \
+        (delta < 0 if goal == "min" else delta > 0)
     sources = [f"{p_.address}@{p_.step_used:g}" for p_ in b.points + a.points]
-    return Effect(metric, goal, step, b.mean, a.mean, delta, se, p, b.n, a.n, rel, improves, sources)
+    missing = [f"{r.name} (last at step {late[r.address]:g})" for r in runs if r.address in late]
+    return Effect(metric, goal, step, b.mean, a.mean, delta, se, p, b.n, a.n, rel, improves,
+                  sources, missing)
 
 
 def run_ablate(
-    baseline_runs: list[Run], runs: list[Run], *, metrics: list[str] | None = None, goal: str | None = None,
-    grouping: Grouping | None = None,
+    baseline_runs: list[Run], runs: list[Run], *, metrics: list[str] | None = None,
+    goal: str | list[str] | GoalRules | None = None, grouping: Grouping | None = None,
 ) -> AblateResult:
-    """`baseline_runs` are one arm (the baseline's seeds); `runs` are grouped into arms."""
+    """`baseline_runs` are one arm (the baseline's seeds, without the runs given as ablations:
+    `engines.arms.seeds_apart`); `runs` are grouped into arms. When the baseline and every run
+    given are seeds of one arm, each run is an ablation of its own (with a note)."""
+    goals = goal_rules(goal)
     base_keys = {r.address for r in baseline_runs}
     others = [r for r in runs if r.address not in base_keys]
-    every = seed_groups([*baseline_runs, *others], grouping=grouping or Grouping())
+    statements: list[str] = []
+    every = seed_groups([*baseline_runs, *others], grouping=grouping or Grouping(),
+                        notes=statements, what="compared with the baseline")
     base_label = next((g.label for g in every if g.runs[0].address in base_keys), None)
     base = Group(base_label or baseline_runs[0].name, list(baseline_runs))
     groups = [g for g in every if not any(r.address in base_keys for r in g.runs)]
@@ -111,14 +126,14 @@ def run_ablate(
 
         raise UsageError("no ablation runs besides the baseline",
                          hint="give the ablation runs as SRC… and the baseline with --baseline")
-    chosen = shared_metrics(base.runs + [r for g in groups for r in g.runs], metrics)
+    chosen = shared_metrics(base.runs + [r for g in groups for r in g.runs], metrics, goals)
     ablations = []
     for g in groups:
-        effects = [e for m in chosen if (e := _effect(base, g, m, goal)) is not None]
+        effects = [e for m in chosen if (e := _effect(base, g, m, goals)) is not None]
         impact = max((abs(e.relative) if math.isfinite(e.relative) else abs(e.delta) for e in effects), default=0.0)
         ablations.append(Ablation(g.label, _changes(base.runs[0], g.runs[0], grouping), effects, impact))
     ablations.sort(key=lambda a: -a.impact if math.isfinite(a.impact) else 0.0)
-    result = AblateResult(base.label, base.n, chosen, ablations)
+    result = AblateResult(base.label, base.n, chosen, ablations, statements=statements)
     result.interactions = _interactions(ablations, chosen[0])
     if base.n < 2 or any(len(g.runs) < 2 for g in groups):
         result.statements.append(

@@ -520,6 +520,9 @@ class Arm:
     label: str = ""
     how: str = "one run"
     notes: list[str] = field(default_factory=list)
+    #: True when the user's address named this one run (not a collection): such a run is a side
+    #: of `diff`/`compare` of its own and never a seed of another named run's arm (`named_sides`).
+    named_run: bool = False
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -704,6 +707,11 @@ def _grouping(siblings: bool, grouping: Grouping | None) -> Grouping:
     return grouping if siblings else Grouping(seeds=False, rules=grouping.rules)
 
 
+def _named(arm: Arm) -> Arm:
+    arm.named_run = True
+    return arm
+
+
 def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True,
              grouping: Grouping | None = None) -> Arm:
     """The arm an address names: one run and the other seeds of its arm (searched among the runs
@@ -712,7 +720,7 @@ def load_arm(raw: str, plugins: Plugins | None = None, *, siblings: bool = True,
     g = _grouping(siblings, grouping)
     source, refs = _open_named(raw, plugins)
     if len(refs) == 1:
-        return arm_for_ref(source, refs[0], g, plugins, raw)
+        return _named(arm_for_ref(source, refs[0], g, plugins, raw))
     arms = arms_of([load_attached(source, r) for r in refs], g, address=raw)
     first = arms[0]
     if len(arms) > 1:
@@ -735,7 +743,7 @@ def load_arms(raw: str, plugins: Plugins | None = None, *, siblings: bool = True
     g = _grouping(siblings, grouping)
     source, refs = _open_named(raw, plugins)
     if len(refs) == 1:
-        return [arm_for_ref(source, refs[0], g, plugins, raw)]
+        return [_named(arm_for_ref(source, refs[0], g, plugins, raw))]
     arms = arms_of([load_attached(source, r) for r in refs], g)
     if len(arms) == 1:
         arms[0].address = raw
@@ -748,12 +756,81 @@ def overlapping(a: Arm, b: Arm) -> bool:
 
 
 def split_to_runs(arms: Iterable[Arm]) -> list[Arm]:
-    """Each arm reduced to its named run (when two named runs turn out to be seeds of one arm)."""
-    out = []
-    for arm in arms:
-        out.append(Arm(address=arm.address, primary=arm.primary, how="one run", notes=[
-            *arm.notes, f"{arm.primary.name} is compared on its own: the other address names a "
-            f"seed of the same arm ({arm.members})"]))
+    """Each arm reduced to its named run (when two named runs turn out to be seeds of one arm),
+    with one note on the first saying why."""
+    arms = list(arms)
+    out = [Arm(address=arm.address, primary=arm.primary, how="one run", notes=list(arm.notes))
+           for arm in arms]
+    if len({a.primary.address for a in arms}) == 1 and len(arms) > 1:
+        out[0].notes.append(f"{arms[0].primary.name} is named {len(arms)} times: compared with "
+                            "itself, without its seeds")
+    elif len(arms) > 1:
+        names = ", ".join(a.primary.name for a in arms)
+        out[0].notes.append(
+            f"{names} are seeds of one arm ({arms[0].how}; docs/diff.md#arms): each named run is "
+            "compared on its own")
+    return out
+
+
+def named_sides(arms: Sequence[Arm]) -> list[Arm]:
+    """The user's addresses are the sides (diff, compare): a run the user named is never pulled
+    into another named address's arm as a seed.
+
+    Arms whose address named one run (`Arm.named_run`) and that share a run (or name the same
+    run) are reduced to their named runs, one note saying so; a collection's arm gives up the
+    runs named on their own.
+    """
+    from ..errors import UsageError
+
+    arms = list(arms)
+    named_one = [a.named_run for a in arms]
+    singles = [i for i, one in enumerate(named_one) if one]
+    named = {arms[i].primary.address for i in singles}
+    twice = {a for a, n in Counter(arms[i].primary.address for i in singles).items() if n > 1}
+
+    def pulls(arm: Arm) -> set[str]:  # the runs named on their own that this arm counts as seeds
+        return {r.address for r in arm.seeds if r.address in named} - {arm.primary.address}
+
+    pulled = set().union(*(pulls(arms[i]) for i in singles)) | twice if singles else set()
+    clash = [i for i in singles if pulls(arms[i]) or arms[i].primary.address in pulled]
+    split = dict(zip(clash, split_to_runs(arms[i] for i in clash), strict=True))
+    for arm in split.values():
+        arm.named_run = True
+    out: list[Arm] = []
+    for i, (arm, one) in enumerate(zip(arms, named_one, strict=True)):
+        if i in split:
+            out.append(split[i])
+        elif not one and any(r.address in named for r in arm.seeds):
+            kept = [r for r in arm.seeds if r.address not in named]
+            if not kept and len(arms) <= 2:
+                raise UsageError(f"{arm.address} holds no run besides the ones named on their own",
+                                 hint="name another run or collection")
+            if kept:  # the collection's arm without the runs the user named on their own
+                out.append(Arm(address=arm.address, primary=kept[0], seeds=kept, label=arm.label,
+                               how=arm.how if len(kept) > 1 else "one run", notes=arm.notes))
+        else:
+            out.append(arm)
+    return out
+
+
+def seeds_apart(arm: Arm, named: Iterable[str]) -> list[Run]:
+    """The arm's seeds without the runs (addresses) the user named one by one elsewhere in the
+    same command (`ablate`'s and `watch`'s runs beside `--baseline`), its own run kept: a named
+    run is never a seed of the baseline."""
+    others = set(named) - {arm.primary.address}
+    return [r for r in arm.seeds if r.address not in others]
+
+
+def runs_apart(arms: Sequence[Arm], what: str = "compared") -> list[Arm]:
+    """When every run given is a seed of one arm, a comparison of one group says nothing: the
+    runs are taken one by one, with one note. Otherwise the arms as they are."""
+    if len(arms) != 1 or arms[0].n < 2:
+        return list(arms)
+    arm = arms[0]
+    out = [Arm(address=r.address, primary=r, how="one run") for r in arm.seeds]
+    how = arm.how.split(" in ", 1)[0]  # the rule, not the (long) collection address
+    out[0].notes.append(f"every run given is a seed of one arm ({arm.n} runs, {how}): "
+                        f"{what} run by run")
     return out
 
 
@@ -762,6 +839,8 @@ __all__ = [
     "arm_for_ref",
     "arm_key", "arms_of", "attach", "collection_of", "declared_siblings", "distinguishing_keys",
     "group_runs", "is_identity_key", "is_seed_key", "label_arms", "load_arm", "load_arm_rules",
-    "load_arms", "load_attached", "members_label", "overlapping", "seed_folder_siblings",
+    "load_arms", "load_attached", "members_label", "named_sides", "overlapping", "runs_apart",
+    "seeds_apart",
+    "seed_folder_siblings",
     "seed_from_config", "seed_from_name", "seed_of", "seed_stem", "split_to_runs",
 ]

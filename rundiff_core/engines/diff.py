@@ -17,13 +17,13 @@ from ..errors import MetricNotFoundError, UsageError
 from ..model import Run
 from ..redact import redact
 from .arms import Arm, ArmRules, is_identity_key, is_seed_key
+from .directions import GoalRules, goal_rules
 from .jsonable import jsonable
+from .primary import skipped_text, uninformative
 from .selection import main_metric, natural_sorted
 from .stats import (
     STATISTICS,
     Headline,
-    goal_for,
-    goal_is_known,
     headline,
     pooled_std,
     robust_spikes,
@@ -105,8 +105,9 @@ class DiffResult:
     a_address: str
     b_address: str
     metric: str | None
-    goal: str
-    goal_source: str  # "name" (guessed from it), "--goal", or "assumed" (the name says nothing)
+    goal: str | None  # None: direction unknown — no best, no better/worse verdict
+    goal_source: str  # engines.directions: "--goal", "rundiff.toml", "declared", "vocabulary",
+    #                   "no direction" or "unknown"
     statistic: str
     config_changes: list[ConfigChange]
     config_total: int
@@ -129,6 +130,8 @@ class DiffResult:
     a_label: str = ""
     b_label: str = ""
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    goal_reason: str = ""  # what decided the direction, in words a reader can check
+    metric_rule: str = ""  # which rule chose the headline metric
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(asdict(self))
@@ -147,15 +150,21 @@ def _headline_dict(run: Run, h: Headline) -> dict[str, Any]:
 
 
 def verdict_for(
-    n_a: int, n_b: int, delta: float, sigma: float, goal: str
+    n_a: int, n_b: int, delta: float, sigma: float, goal: str | None,
+    unknown_direction: str | None = None,
 ) -> tuple[str, bool | None, str | None]:
-    """(verdict template, outside-2σ flag, a note stating N when the template alone hides it)."""
+    """(verdict template, outside-2σ flag, a note stating N when the template alone hides it).
+    With no known direction (`goal` None) no side is called better: outside 2σ stays unknown,
+    with `unknown_direction` as the note."""
     if n_a < 2 and n_b < 2 or not math.isfinite(sigma):
         note = None if n_a == n_b == 1 else f"N: A={n_a}, B={n_b} — too few seeds to estimate σ"
         return VERDICT_UNKNOWN, None, note
     outside = abs(delta) > 2 * sigma
     if not outside:
         return VERDICT_SAME, False, f"|Δ| within 2σ with N: A={n_a}, B={n_b}"
+    if goal is None:
+        return VERDICT_UNKNOWN, True, (f"|Δ| is outside 2σ with N: A={n_a}, B={n_b}, but "
+                                       + (unknown_direction or "the direction is unknown"))
     if n_a >= 3 and n_b >= 3:
         b_better = delta < 0 if goal == "min" else delta > 0
         return (VERDICT_B if b_better else VERDICT_A), True, None
@@ -241,11 +250,12 @@ def run_diff(
     b: Arm,
     *,
     metric: str | None = None,
-    goal: str | None = None,
+    goal: str | GoalRules | None = None,
     statistic: str = "last10_mean",
     all_keys: bool = False,
 ) -> DiffResult:
-    """Compare two arms; raises MetricNotFoundError when only one side logs the metric."""
+    """Compare two arms; raises MetricNotFoundError when only one side logs the metric. `goal`
+    is `--goal` as given (`min`, `max`, `M=max`…) or GoalRules (engines.directions)."""
     if statistic not in STATISTICS:
         raise UsageError(f"unknown statistic {statistic!r}", hint=f"choose one of {', '.join(STATISTICS)}")
     warnings: list[str] = []
@@ -259,11 +269,13 @@ def run_diff(
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
     available = {"A": keys_a, "B": keys_b}
     if metric is None:  # the main loss both log (`loss` when it is there), as a user would pick
-        metric = main_metric(k for k in keys_a if k in set(keys_b)) or "loss"
-    elif metric not in keys_a or metric not in keys_b:
-        metric = _equivalent(metric, keys_a, keys_b, warnings)
-    goal_source = "--goal" if goal else ("name" if goal_is_known(metric) else "assumed")
-    goal = goal or goal_for(metric)
+        metric, metric_rule = _default_metric(a, b, keys_a, keys_b, warnings)
+    else:
+        metric_rule = "named with --metric"
+        if metric not in keys_a or metric not in keys_b:
+            metric = _equivalent(metric, keys_a, keys_b, warnings)
+    direction = goal_rules(goal).direction(metric, [*a.seeds, *b.seeds])
+    goal, goal_source = direction.goal, direction.source
     headline_a = headline_b = None
     unavailable: str | None = None
     var_a = var_b = None
@@ -289,7 +301,8 @@ def run_diff(
     if headline_a is None:
         verdict, outside, note = VERDICT_UNKNOWN, None, "no comparable metric"
     else:
-        verdict, outside, note = verdict_for(var_a.n, var_b.n, delta, sigma, goal)
+        verdict, outside, note = verdict_for(var_a.n, var_b.n, delta, sigma, goal,
+                                             direction.unknown_text())
     preliminary = any(r.status == "running" for r in (a.primary, b.primary))
     if preliminary:
         verdict = f"{verdict} (preliminary)"
@@ -323,7 +336,31 @@ def run_diff(
         a_label=a.label,
         b_label=b.label,
         arms={side: _arm_info(arm) for side, arm in (("A", a), ("B", b))},
+        goal_reason=direction.unknown_text() if goal is None else direction.reason,
+        metric_rule=metric_rule,
     )
+
+
+def _default_metric(a: Arm, b: Arm, keys_a: list[str], keys_b: list[str],
+                    warnings: list[str]) -> tuple[str, str]:
+    """The main metric both runs log that carries information (`engines.primary`), and why."""
+    shared = [k for k in keys_a if k in set(keys_b)]
+    runs = [a.primary, b.primary]
+    skipped = []
+    while True:
+        metric = main_metric(shared)
+        if metric is None:
+            break
+        why = uninformative(runs, metric)
+        if why is None:
+            break
+        skipped.append({"metric": metric, "why": why})
+        shared.remove(metric)
+    if skipped:
+        warnings.append("not the headline, no information: " + skipped_text(skipped))
+    if metric is None:
+        return "loss", "no main metric both runs log"
+    return metric, "`loss`, else the main loss, accuracy, reward or score both runs log"
 
 
 def _arm_info(arm: Arm) -> dict[str, Any]:
@@ -355,7 +392,7 @@ def _top_changes(changes: list[ConfigChange], k: int) -> list[ConfigChange]:
     return sorted(changes, key=lambda c: (order[c.change], c.key.count("."), c.key))[:k]
 
 
-def _arm_variance(arm: Arm, metric: str, goal: str, statistic: str) -> ArmVariance:
+def _arm_variance(arm: Arm, metric: str, goal: str | None, statistic: str) -> ArmVariance:
     samples = []
     for run in arm.seeds:
         if metric not in run.metric_keys():

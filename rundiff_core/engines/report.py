@@ -18,12 +18,19 @@ from ..model import Run
 from ..redact import redact
 from .arms import Grouping, is_identity_key, is_seed_key
 from .compare import CompareResult
+from .directions import GoalRules
 from .jsonable import jsonable
 from .rank import RankResult, run_rank
 from .roles import classify
-from .runset import Anomaly, common_step, gpu_hours, group_anomalies, seed_groups, value_at  # noqa: F401
+from .runset import (  # noqa: F401
+    Anomaly,
+    choose_step,
+    gpu_hours,
+    group_anomalies,
+    seed_groups,
+    value_at,
+)
 from .selection import families, headline, natural_key
-from .stats import goal_for
 
 COLUMN_CAP = 3  # metrics per Proxy / Downstream column of the results table
 ANOMALY_RUNS = 8  # runs whose anomalies become findings before "and N more"
@@ -62,6 +69,11 @@ class ExperimentReport:
     findings: list[Finding]
     recommendations: list[Finding]
     anomalies: list[Anomaly]
+    headline_rule: str = ""  # which rule chose `primary` (engines.primary)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # {"metric", "why"}: no information
+    notes: list[str] = field(default_factory=list)  # how runs were grouped; unknown directions
+    arms: list[dict[str, Any]] = field(default_factory=list)
+    steps: dict[str, float] = field(default_factory=dict)  # metric → the step its column is read at
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)
@@ -102,17 +114,22 @@ def _date_range(runs: list[Run]) -> tuple[str | None, str | None]:
 
 
 def build_report(runs: list[Run], *, metrics: list[str] | None = None,
-                 grouping: Grouping | None = None) -> ExperimentReport:
+                 grouping: Grouping | None = None,
+                 goal: str | list[str] | GoalRules | None = None,
+                 at: float | None = None) -> ExperimentReport:
+    """The report of `runs`; `goal` is `--goal` as given, `at` is `--step`."""
     # by name first: the same runs read through another backend (a fleet dataset) keep their order,
     # so ties resolve the same way
     grouping = grouping or Grouping()
     runs = sorted(runs, key=lambda r: (natural_key(r.name), r.address))
-    ranking: RankResult = run_rank(runs, metrics=metrics, grouping=grouping)
+    ranking: RankResult = run_rank(runs, metrics=metrics, grouping=grouping, goal=goal, at=at)
     primary = ranking.metrics[0]
-    proxy, downstream = _headline_columns(runs, [m.metric for m in ranking.metrics])
+    proxy, downstream = _headline_columns(runs, [m.metric for m in ranking.metrics], ranking.skipped)
     step = primary.step
     modal = _modal_config(runs, grouping)
-    steps = {m: common_step([r for r in runs if m in r.metric_keys()], m) for m in proxy + downstream}
+    where = {m: choose_step([r for r in runs if m in r.metric_keys()], m, at)
+             for m in proxy + downstream}
+    steps = {m: w.step for m, w in where.items()}
     rows = []
     for r in runs:
         flat = _configured(r, grouping)
@@ -122,8 +139,10 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
         used: dict[str, float] = {}
         for group, names in (("proxy", proxy), ("downstream", downstream)):
             for m in names:
-                if m not in r.metric_keys():
-                    values[group][m] = None
+                if m not in r.metric_keys() or r.address in where[m].not_reached:
+                    values[group][m] = None  # not logged, or stopped before the column's step
+                    if m in r.metric_keys():
+                        used[m] = where[m].not_reached[r.address]
                     continue
                 pt = value_at(r, m, steps[m])
                 values[group][m] = pt.value
@@ -140,10 +159,15 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
         best = Finding(f"{primary.best}: {primary.metric} {s.mean:.4g} at step {step:g}"
                        + (f" (mean of {s.n} seeds, σ {s.std:.3g})" if s.n >= 2 else " (single seed)"), ev)
     findings, recs = _findings(ranking, runs, proxy, downstream)
+    notes = list(ranking.statements[:1]) if ranking.statements and "seed of one arm" in \
+        ranking.statements[0] else []
+    notes += [m.note for m in ranking.metrics if m.note]
     return ExperimentReport(
         total_runs=len(runs), date_range=_date_range(runs), step=step, primary=primary.metric,
         best=best, rows=rows, proxy_metrics=proxy, downstream_metrics=downstream,
         findings=findings, recommendations=recs, anomalies=ranking.anomalies,
+        headline_rule=ranking.headline_rule, skipped=ranking.skipped, notes=notes,
+        arms=ranking.arms, steps=steps,
     )
 
 
@@ -202,7 +226,7 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
         recs.append(Finding("Re-run this report when the running runs finish",
                             [f"{r.name} is still running" for r in still]))
     if primary.best:
-        goal = goal_for(primary.metric)
+        goal = primary.goal
         s = primary.order[0]
         slope = _tail_slope(s.points and [r for r in runs if r.address == s.points[0].address][0], primary.metric)
         if slope is not None and ((goal == "min" and slope < 0) or (goal == "max" and slope > 0)):
@@ -227,8 +251,8 @@ def _tail_slope(run: Run | None, metric: str) -> float | None:
     return slope if abs(slope) * np.ptp(x[ok]) / 1000 > noise else None
 
 
-def report_curves(rep: ExperimentReport, runs: list[Run],
-                  grouping: Grouping | None = None) -> CompareResult | None:
+def report_curves(rep: ExperimentReport, runs: list[Run], grouping: Grouping | None = None,
+                  goals: GoalRules | None = None) -> CompareResult | None:
     """The compare result behind the HTML report's plots: every metric most runs log compared
     (one click away in the page), the report's own columns shown and plotted. None: < 2 arms."""
     from .arms import arms_of
@@ -239,20 +263,24 @@ def report_curves(rep: ExperimentReport, runs: list[Run],
         return None
     columns = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))
     try:
-        result = run_compare(arms, curves=True)
+        result = run_compare(arms, curves=True, goals=goals)
     except RundiffError:  # the default selection found nothing shared: plot the columns alone
         result = None
     if result is None or not set(columns) <= {m.metric for m in result.metrics}:
-        result = run_compare(arms, metrics=columns, curves=True)
+        result = run_compare(arms, metrics=columns, curves=True, goals=goals)
     result.shown = columns
     return result
 
 
-def _headline_columns(runs: list[Run], ranked: list[str]) -> tuple[list[str], list[str]]:
-    """Proxy and downstream columns: the ranked metrics, then the headline metrics most runs log."""
+def _headline_columns(runs: list[Run], ranked: list[str], skipped: list[dict[str, str]] = ()
+                      ) -> tuple[list[str], list[str]]:
+    """Proxy and downstream columns: the ranked metrics, then the headline metrics most runs log
+    (never one `skipped` for carrying no information)."""
     logging = [set(r.metric_keys()) for r in runs if r.metric_keys()]
     counts = Counter(k for ks in logging for k in ks)
-    common = [k for k, c in counts.items() if c > len(logging) / 2 or c == len(logging)]
+    empty = {s["metric"] for s in skipped}
+    common = [k for k, c in counts.items() if (c > len(logging) / 2 or c == len(logging))
+              and (k not in empty or k in ranked)]
     out: dict[str, list[str]] = {"proxy": [], "downstream": []}
     for group in out:
         names = [m for m in common if classify(m).group == group]

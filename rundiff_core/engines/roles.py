@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .directions import vocabulary
 
 GROUPS = ("proxy", "downstream", "diagnostic")
 PROJECT_FILE = "rundiff.toml"
@@ -93,7 +94,10 @@ class GroupRules:
                     if any(fnmatch.fnmatchcase(n.lower(), pattern.lower()) for n in names):
                         flag = f"--{group}" if source == "command line" else f"[groups] {group}"
                         return GroupDecision(group, source, f"{flag} {pattern!r}")
+        quality = vocabulary(metric).known  # `train_loss_step` is a loss, not a step counter
         for rule in HEURISTIC:
+            if rule.group == "diagnostic" and quality:
+                continue
             if rule.matches(metric):
                 return GroupDecision(rule.group, "heuristic", rule.why)
         return GroupDecision("proxy", "heuristic", HEURISTIC[-1].why)  # pragma: no cover

@@ -7,6 +7,7 @@ import math
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,9 +18,11 @@ import numpy as np
 from ..errors import MetricNotFoundError
 from ..model import Run
 from .align import slice_at
-from .arms import Grouping, arm_for_ref, arms_of, attach
-from .selection import natural_key, natural_sorted
-from .stats import SPIKE_RULE, Spike, bootstrap_ci, goal_for, sample_std, spike_episodes
+from .arms import Grouping, arm_for_ref, arms_of, attach, label_arms, runs_apart
+from .directions import GoalRules, vocabulary
+from .primary import Choice, choose, skipped_text
+from .selection import natural_sorted
+from .stats import SPIKE_RULE, Spike, bootstrap_ci, sample_std, spike_episodes
 
 KILL_EVENTS = {"kill", "killed", "oom", "out_of_memory", "crash", "crashed", "abort", "aborted", "preempted"}
 GPU_KEYS = re.compile(r"(^|\.)(n_?gpus?|num_?gpus?|gpu_?count|gpus_per_node|world_size|devices)$", re.I)
@@ -28,11 +31,12 @@ RUNTIME_KEYS = ("_runtime", "runtime", "duration", "elapsed", "train_runtime", "
 
 def load_sources(
     sources: Sequence[str], *, progress: bool | None = None, histories: bool = True,
-    arms: Grouping | None = None,
+    arms: Grouping | None = None, named: set[str] | None = None,
 ) -> list[Run]:
     """Every run of every address, histories loaded on a small thread pool (the parsers release
     the GIL), with a rich progress bar on a terminal when there are many runs. With `arms`, an
-    address naming one run brings the other seeds of its arm (engines.arms) too."""
+    address naming one run brings the other seeds of its arm (engines.arms) too. `named` collects
+    the addresses of the runs named one by one (not listed by a collection)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..resolve import open_source
@@ -41,6 +45,8 @@ def load_sources(
     refs: list[Any] = []
     for raw, src in opened:
         listed = src.list_runs()
+        if named is not None and len(listed) == 1:
+            named.add(listed[0].address)
         if arms is not None and arms.seeds and len(listed) == 1:
             refs += arm_for_ref(src, listed[0], arms, address=raw).seeds
         else:
@@ -98,25 +104,88 @@ class Group:
 
 
 def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True,
-                grouping: Grouping | None = None) -> list[Group]:
+                grouping: Grouping | None = None, notes: list[str] | None = None,
+                what: str = "ranked") -> list[Group]:
     """The runs' arms (engines.arms: declared siblings, else equal configs in one collection, else
-    alone; `grouping` carries --group-by/--no-seeds), first-seen order, unique labels."""
+    alone; `grouping` carries --group-by/--no-seeds), first-seen order, unique labels.
+
+    When every run falls into one arm by the default rules, one group says nothing: the runs are
+    taken one by one, and a note (appended to `notes`) says so."""
     if grouping is None:
         grouping = Grouping() if group_seeds else Grouping(seeds=False)
     elif not group_seeds:
         grouping = Grouping(seeds=False, rules=grouping.rules)
-    return [Group(a.label, a.seeds, a.how) for a in arms_of(runs, grouping)]
+    arms = arms_of(runs, grouping)
+    if grouping.seeds and not grouping.group_by and len(arms) == 1 and arms[0].n > 1:
+        arms = runs_apart(arms, what)
+        label_arms(arms, grouping)
+        if notes is not None:
+            notes += arms[0].notes
+    return [Group(a.label, a.seeds, a.how) for a in arms]
+
+
+def arm_members(groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """Who is in each arm a command formed and which rule put them there (for every output)."""
+    return [{"label": g.label, "members": [r.name for r in g.runs],
+             "addresses": [r.address for r in g.runs], "how": g.how} for g in groups]
 
 
 def last_step(run: Run, metric: str) -> float:
     return run.last_step(metric)
 
 
+REACH = 0.8
+"""A run whose last step of a metric is below REACH × the median last step of the runs stopped
+early for that metric: the common step is not pulled back to it, and it is listed as not reached."""
+
+
+def reach_step(lasts: Iterable[float], running: Iterable[bool] | None = None) -> float:
+    """The step a ranking compares a metric at, from each run's last step of it: the shortest
+    last step among the runs still running and the runs that reached REACH × the median (a run
+    that stopped before that is not reached; one still training pulls the step back to where it
+    is, as `compare` reads baselines at the student's step). NaN when no run has a step."""
+    lasts = list(lasts)
+    flags = list(running) if running is not None else [False] * len(lasts)
+    pairs = [(x, bool(r)) for x, r in zip(lasts, flags, strict=True)]
+    finite = [(x, r) for x, r in pairs if math.isfinite(x)]
+    if not finite:
+        return math.nan
+    median = float(np.median([x for x, _r in finite]))
+    floor = REACH * median if median > 0 else -math.inf
+    return min(x for x, r in finite if r or x >= floor)
+
+
 def common_step(runs: Iterable[Run], metric: str) -> float:
-    """The latest step every run has reached for `metric`: where all of them can be compared."""
-    steps = [last_step(r, metric) for r in runs]
-    finite = [s for s in steps if math.isfinite(s)]
-    return min(finite) if finite else math.nan
+    """The step every run that did not stop early has reached for `metric` (`reach_step`)."""
+    runs = list(runs)
+    return reach_step((last_step(r, metric) for r in runs), (r.status == "running" for r in runs))
+
+
+@dataclass
+class StepChoice:
+    """Where one metric is compared across runs, how that step was found, and the runs that
+    stopped logging the metric before it (address → their last step; NaN: no finite step)."""
+
+    step: float
+    how: str
+    not_reached: dict[str, float] = field(default_factory=dict)
+
+
+def choose_step(runs: Sequence[Run], metric: str, at: float | None = None,
+                align: str = "nearest") -> StepChoice:
+    """The step every row of a metric's table is read at: `at` (`--step`) when given, else the
+    shortest last step among the runs still running and the runs that did not stop early
+    (`reach_step`). Runs whose last step is before it are not reached, never read at their own
+    last point; a run without a point at the step is read by `align`, its step used shown."""
+    lasts = {r.address: last_step(r, metric) for r in runs}
+    if at is not None:
+        step, how = float(at), "--step"
+    else:
+        step = reach_step(lasts.values(), (r.status == "running" for r in runs))
+        how = "the last step every run reached"
+    if math.isnan(step):
+        return StepChoice(step, "no run logged a finite step", dict(lasts))
+    return StepChoice(step, how, {a: x for a, x in lasts.items() if not x >= step})
 
 
 @dataclass
@@ -175,10 +244,18 @@ def group_stat(group: Group, metric: str, step: float, align: str = "nearest") -
     )
 
 
-def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None) -> list[str]:
-    """The metrics to rank on: those asked (each must be logged by some run; globs expand), else
-    the downstream metrics most runs log, else the proxy ones. Runs that logged nothing are left
-    out of the count (they are reported as anomalies, never a reason to stop)."""
+def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None,
+                   goals: GoalRules | None = None) -> list[str]:
+    """The metrics to rank on (`choose_metrics`), the headline first."""
+    return choose_metrics(runs, asked, goals).metrics
+
+
+def choose_metrics(runs: Sequence[Run], asked: Sequence[str] | None,
+                   goals: GoalRules | None = None) -> Choice:
+    """The metrics to rank on and why: those asked (each must be logged by some run; globs
+    expand), else the headline rules of `engines.primary` over the metrics most runs log. Runs
+    that logged nothing are left out of the count (they are reported as anomalies, never a reason
+    to stop)."""
     keys = [set(r.metric_keys()) for r in runs]
     everywhere = set().union(*keys) if keys else set()
     if asked:
@@ -191,25 +268,26 @@ def shared_metrics(runs: Sequence[Run], asked: Sequence[str] | None) -> list[str
                 f"metric {', '.join(repr(m) for m in missing)} is logged by no run",
                 hint="logged metrics: " + ", ".join(natural_sorted(everywhere)[:20]),
             )
-        return names
+        return Choice(names, "named with --metric")
     logging = [k for k in keys if k]
-    counts = {k: sum(k in ks for ks in logging) for k in everywhere}
+    counts = Counter(k for ks in logging for k in ks)
     quorum = len(logging) / 2
     common = natural_sorted(k for k, c in counts.items() if c > quorum or c == len(logging))
     from .roles import classify
 
-    by_group: dict[str, list[str]] = {"downstream": [], "proxy": []}
-    for k in sorted(common, key=lambda k: (-counts[k], natural_key(k))):
-        g = classify(k).group
-        if g in by_group:
-            by_group[g].append(k)
-    chosen = by_group["downstream"] or by_group["proxy"]
-    if not chosen:
+    groups = {k: classify(k).group for k in common}
+    choice = choose(runs, [k for k in common if groups[k] != "diagnostic"], counts,
+                    groups=groups, goals=goals or GoalRules())
+    if not choice.metrics:
+        if logging and choice.skipped:
+            raise MetricNotFoundError(
+                "no metric the runs share carries information: " + skipped_text(choice.skipped),
+                hint="name one with --metric; logged: " + ", ".join(natural_sorted(everywhere)[:20]))
         raise MetricNotFoundError(
             "the runs share no metric to rank on" if logging else "no run logged any metric",
             hint="name one with --metric; logged: " + ", ".join(natural_sorted(everywhere)[:20]),
         )
-    return chosen[:4]
+    return choice
 
 
 @lru_cache(maxsize=4096)  # a fleet's runs share their config and meta key names
@@ -311,7 +389,7 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
                 at = f" at step {e.step:g}" if e.step is not None else ""
                 out.append(Anomaly(run.name, run.address, "kill", f"{e.kind} event{at}", e.step,
                                    severity=_severity("kill"), rule="a kill/OOM event was logged"))
-        watched = list(metrics) + [k for k in keys if goal_for(k) == "min" and "loss" in k.lower()
+        watched = list(metrics) + [k for k in keys if vocabulary(k).goal == "min" and "loss" in k.lower()
                                    and k not in metrics]
         for m in watched:
             if m not in keys:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,29 +10,6 @@ from functools import lru_cache
 import numpy as np
 
 from .options import STATISTICS  # noqa: F401  (re-exported; defined without numpy for the CLI)
-
-_MAX_WORDS = re.compile(
-    r"acc|accuracy|f1|auc|auroc|score|reward|return|bleu|rouge|precision|recall|map\b|iou|"
-    r"success|pass|win|top[-_]?\d|hit|ndcg|mrr|r2|exact|em\b|correct|"
-    r"epret|(?:^|[_/.-])ret(?:$|[_/.-])|(?:^|[_/.-])rew(?:$|[_/.-])", re.I  # RL: Spinning Up's AverageEpRet, SB3's ep_rew_mean
-)
-_MIN_WORDS = re.compile(
-    r"loss|perplexity|ppl|error|err\b|wer|cer|mse|mae|rmse|nll|bpb|bpc|regret|distance|fid\b", re.I
-)
-
-
-def goal_is_known(metric: str) -> bool:
-    """True when the name says its direction (loss-like or accuracy-like); else goal_for guesses."""
-    return bool(_MIN_WORDS.search(metric) or _MAX_WORDS.search(metric))
-
-
-def goal_for(metric: str) -> str:
-    """'min' for loss-like names, 'max' for accuracy-like ones; 'min' when unsure (override)."""
-    if _MIN_WORDS.search(metric):
-        return "min"
-    if _MAX_WORDS.search(metric):
-        return "max"
-    return "min"
 
 
 @dataclass(frozen=True)
@@ -52,14 +28,15 @@ class Headline:
         return {"final": self.final, "best": self.best, "last10_mean": self.last10_mean}[name]
 
 
-def headline(steps: Sequence[float], values: Sequence[float], goal: str) -> Headline | None:
-    """Headline numbers of a series in logged order; NaN/inf are ignored for best and mean."""
+def headline(steps: Sequence[float], values: Sequence[float], goal: str | None) -> Headline | None:
+    """Headline numbers of a series in logged order; NaN/inf are ignored for best and mean. With
+    no known direction (`goal` None) there is no best: NaN at step NaN."""
     s = np.asarray(steps, dtype="float64")
     v = np.asarray(values, dtype="float64")
     if len(v) == 0:
         return None
     finite = np.isfinite(v)
-    if finite.any():
+    if finite.any() and goal in ("min", "max"):
         idx = np.flatnonzero(finite)
         pick = idx[np.argmin(v[idx])] if goal == "min" else idx[np.argmax(v[idx])]
         best, best_step = float(v[pick]), float(s[pick])

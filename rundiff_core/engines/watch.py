@@ -22,9 +22,10 @@ import numpy as np
 from ..errors import UsageError
 from ..model import Run
 from .align import slice_at
+from .directions import vocabulary
 from .jsonable import jsonable
 from .runset import KILL_EVENTS
-from .stats import goal_for, robust_spikes
+from .stats import robust_spikes
 
 ENDED = ("finished", "crashed")  # statuses that come from an exit record
 KILLED_FACTOR = 4  # silent this many --stale periods without an exit record: likely killed
@@ -89,6 +90,7 @@ class RunCheck:
 class WatchResult:
     checked_at: float
     runs: list[RunCheck]
+    notes: list[str] = field(default_factory=list)  # how the watched runs were taken (arms)
 
     @property
     def alerts(self) -> list[Alert]:
@@ -235,7 +237,7 @@ def check_run(
             alerts.append(Alert(run.name, run.address, "kill", f"{e.kind} event", e.step))
     if baseline is not None and last is not None:
         for key in sorted(set(f.keys) & set(baseline.metric_keys())):
-            if goal_for(key) != "min" or "loss" not in key.lower():
+            if vocabulary(key).goal != "min" or "loss" not in key.lower():
                 continue
             s_step = f.last_steps[key]
             seeds = [r for r in (baseline_seeds or [baseline]) if key in r.metric_keys()]

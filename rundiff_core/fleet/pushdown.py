@@ -260,15 +260,15 @@ class FleetFacts:
         return hit.get(uid)
 
     def _common_steps(self) -> dict[str, float]:
-        """{key: the latest step every selected run with the key reached} (as `common_step`)."""
-        out: dict[str, float] = {}
+        """{key: the step `rank` compares it at} (`runset.reach_step` of the runs' last steps)."""
+        from ..engines.runset import reach_step
+
+        lasts: dict[str, list[float]] = {}
         for facts in (self._keys or {}).values():
             for k, f in facts.items():
-                if math.isfinite(f[1]):
-                    out[k] = min(out.get(k, math.inf), f[1])
-                else:
-                    out.setdefault(k, math.inf)
-        return out
+                lasts.setdefault(k, []).append(f[1])
+        out = {k: reach_step(v) for k, v in lasts.items()}
+        return {k: (math.inf if math.isnan(v) else v) for k, v in out.items()}
 
     def _query_near(self, targets: Mapping[str, float]
                     ) -> dict[tuple[str, float], dict[str, Candidates]]:
@@ -571,6 +571,20 @@ class PushedRun(Run):
     def last_step(self, key: str) -> float:
         got = self._facts().get(key)
         return got[1] if got else math.nan
+
+    def point_count(self, key: str) -> int:
+        got = self._facts().get(key)
+        return int(got[0]) if got else 0
+
+    def tail_values(self, key: str, n: int = 8) -> np.ndarray | None:
+        assert self.facts is not None
+        stored = self.facts._stored_facts().get(self.fleet_uid)
+        tail = stored.tail(self.fleet_uid, key) if stored is not None else None
+        return None if tail is None else tail[3][-n:]
+
+    def last_value(self, key: str) -> float:
+        last = self.last_step(key)
+        return math.nan if math.isnan(last) else self.pushed_slice(key, last, "nearest").value
 
     def nonfinite(self, key: str) -> tuple[int, float | None]:
         got = self._facts().get(key)

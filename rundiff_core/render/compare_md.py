@@ -240,6 +240,11 @@ def _family_row(f: FamilySummary, multi: bool, precision: int) -> list[str]:
     at = "" if len(f.steps) == 1 else f" ({len(f.steps)} steps)"
     worst = (f"{f.worst} ({signed(f.worst_delta, precision)})" if f.worst else "none behind")
     count = str(len(f.members)) + (f" ({f.compared} compared)" if f.compared < len(f.members) else "")
+    if f.goal is None:  # no direction: Δ as numbers, no better, worse or worst
+        return [name, count + at, *([f.baseline] if multi else []), "—", "—",
+                signed(f.median_delta, precision),
+                f"{signed(f.min_delta, precision)} … {signed(f.max_delta, precision)}",
+                "direction unknown"]
     return [name, count + at, *([f.baseline] if multi else []), str(f.student_better),
             str(f.baseline_better), signed(f.median_delta, precision),
             f"{signed(f.min_delta, precision)} … {signed(f.max_delta, precision)}", worst]
@@ -256,6 +261,8 @@ def _notes(r: CompareResult) -> list[str]:
         "not logged by the student": f"Not compared, not logged by the student {r.student.label} "
                                      "(name them with --metric)",
         "no baseline logs it": "Not compared, no baseline logs them",
+        "no information": "Not compared, no information: the same value in every run (name them "
+                          "with --metric)",
     }
     for cause, names in causes.items():
         out.append(f"{wording.get(cause, cause)}: {names_list(names)}")
@@ -267,6 +274,14 @@ def _notes(r: CompareResult) -> list[str]:
         where = "; ".join(f"{names_list(v)} at {r.x_label} {fmt_step(k)}" for k, v in by_step.items())
         out.append(f"Read where the student last logged them (before its current {r.x_label} "
                    f"{fmt_step(r.current_x)}): {where}")
+    unknown = [m.metric for m in r.metrics if m.goal is None and m.state == "ok"]
+    if unknown:  # named by family where a family holds them (`val/ngram_<n>`)
+        family_of = {m: f.family for f in r.families for m in f.members}
+        shown = list(dict.fromkeys(family_of.get(m, m) for m in unknown))
+        example = shown[0].replace("<n>", "*")
+        example = f"'{example}=max'" if "*" in example else f"{example}=max"
+        out.append(f"Direction unknown for {names_list(shown)}: no better or worse is claimed; "
+                   f"pass --goal {example} or min")
     pending = [m.metric for m in r.metrics if m.state != "ok"]
     if pending:
         out.append(f"Not logged by the student yet (baselines read at {r.x_label} "

@@ -41,8 +41,15 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
                 out.append(f"- `{c.key}`: {old!r} → (absent)")
             else:
                 out.append(f"- `{c.key}`: {old!r} → {new!r}")
-    assumed = " — assumed from no hint in the name; set --goal" if r.goal_source == "assumed" else ""
-    out += ["", f"## Headline metric: {r.metric} (goal: {r.goal}{assumed})"]
+    if r.goal is None:
+        goal = r.goal_reason or f"direction unknown for {r.metric}: pass --goal {r.metric}=max or min"
+    else:
+        how = {"--goal": "set with --goal", "declared": "declared by the runs",
+               "rundiff.toml": "from rundiff.toml"}.get(r.goal_source)
+        goal = f"goal: {r.goal}" + (f", {how}" if how else "")
+    out += ["", f"## Headline metric: {r.metric} ({goal})"]
+    if r.goal_source == "declared":
+        out.append(f"_{r.goal_reason}_")
     if r.headline_unavailable or r.headline_a is None or r.headline_b is None:
         out.append(r.headline_unavailable or "unavailable")
     else:
@@ -53,7 +60,8 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
              fmt_delta(b["final"] - a["final"], precision)],
             ["best (step)", f"{fmt(a['best'], precision)} ({fmt_step(a['best_step'])})",
              f"{fmt(b['best'], precision)} ({fmt_step(b['best_step'])})",
-             fmt_delta(b["best"] - a["best"], precision)],
+             fmt_delta(b["best"] - a["best"], precision)] if r.goal else
+            ["best (step)", "— (direction unknown)", "— (direction unknown)", "—"],
             ["last-10%-mean", fmt(a["last10_mean"], precision), fmt(b["last10_mean"], precision),
              fmt_delta(b["last10_mean"] - a["last10_mean"], precision)],
         ]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+from ..engines.primary import skipped_text
 from ..engines.rank import RankResult
 from . import fmt, fmt_step, md_table
 
 ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
+ARM_LINES = 6  # arms with several seeds listed before "and N more"
 RANK_ROWS = 15
 WATCH_RUNS = 20  # runs listed by watch before "and N more" (a fleet can have thousands)
 REPORT_ROWS = 20
@@ -20,17 +22,49 @@ def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
     return f"{fmt(mean, precision)} (N={n}, single-seed)"
 
 
+def goal_text(goal: str | None) -> str:
+    """`goal: min` / `goal: max`, or `direction unknown` (then no best, better or worse)."""
+    return f"goal: {goal}" if goal else "direction unknown"
+
+
+def arm_lines(arms: list[dict], cap: int = ARM_LINES) -> list[str]:
+    """The members of every arm a command formed (one line each), when some arm has seeds."""
+    formed = [a for a in arms if len(a["members"]) > 1]
+    if not formed:
+        return []
+    out = ["", f"## Arms ({len(arms)}; {len(formed)} with several seeds)"]
+    for a in formed[:cap]:
+        members = ", ".join(a["members"][:6]) + (f" and {len(a['members']) - 6} more"
+                                                  if len(a["members"]) > 6 else "")
+        named = "" if a["label"] == members else f"{a['label']}: "
+        out.append(f"- {named}{members} ({a['how']})")
+    if len(formed) > cap:
+        out.append(f"- … and {len(formed) - cap} more arms (--format json lists all)")
+    return out
+
+
 def render_rank(r: RankResult, precision: int = 4) -> str:
     out = [f"# Ranking: {r.n_runs} runs in {r.n_groups} groups"]
     if r.statements:
         out += [""] + [f"> {s}" for s in r.statements]
+    out += ["", f"Headline: {r.metrics[0].metric} — {r.headline_rule}."
+            + (f" Skipped, no information: {skipped_text(r.skipped)}." if r.skipped else "")]
     for m in r.metrics:
-        out += ["", f"## {m.metric} (goal: {m.goal}) at common step {fmt_step(m.step)}"]
+        out += ["", f"## {m.metric} ({goal_text(m.goal)}) at common step {fmt_step(m.step)}"]
+        if m.note:
+            out.append(f"> {m.note}")
+        off = any(p.step_used != m.step for s in m.order for p in s.points)
+        if m.step_rule != "the last step every run reached" or off:
+            out.append(f"_step: {m.step_rule}"
+                       + ("; a run without a point there is read at its nearest logged point "
+                          "(step used)" if off else "") + "_")
         rows = []
         top = set(m.top_group)  # a fleet has thousands of arms: no list scans per row
         for i, s in enumerate(m.order[:RANK_ROWS], start=1):
             ci = "—" if not math.isfinite(s.ci[0]) else f"[{fmt(s.ci[0], precision)}, {fmt(s.ci[1], precision)}]"
-            if s.label == m.best:
+            if m.goal is None:
+                vs = "—"
+            elif s.label == m.best:
                 vs = "best"
             elif s.label in top:
                 vs = f"indistinguishable (p_holm={fmt(m.p_adjusted[s.label], 3)})"
@@ -39,17 +73,28 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
             else:
                 vs = "untestable (single seed)"
             steps = sorted({fmt_step(p.step_used) for p in s.points})
-            rows.append([str(i), s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
+            rank = str(i) if m.goal is not None else "·"
+            rows.append([rank, s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
+        for miss in m.not_reached[:RANK_ROWS]:
+            last = "no finite step" if not math.isfinite(miss.last_step) else \
+                f"last at step {fmt_step(miss.last_step)}"
+            who = miss.group if miss.group == miss.run else f"{miss.group} — {miss.run}"
+            rows.append(["–", who, f"not reached ({last})", "—", "—", "—"])
         out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"],
                         rows)
         if len(m.order) > RANK_ROWS:
             out.append(f"… and {len(m.order) - RANK_ROWS} more groups (--format json lists all)")
+        if len(m.not_reached) > RANK_ROWS:
+            out.append(f"… and {len(m.not_reached) - RANK_ROWS} more runs not reached")
     primary = r.metrics[0]
     out += ["", "## Summary"]
-    out.append(f"- best overall ({primary.metric}): {primary.best or '—'}")
+    out.append(f"- best overall ({primary.metric}): {primary.best or '—'}"
+               + (" (direction unknown)" if primary.goal is None else ""))
     for m in r.metrics[1:]:
-        out.append(f"- best on {m.metric}: {m.best or '—'}")
+        out.append(f"- best on {m.metric}: {m.best or '—'}"
+                   + (" (direction unknown)" if m.goal is None else ""))
     out.append(f"- most efficient: {r.most_efficient or '—'} — {r.efficiency_note}")
+    out += arm_lines(r.arms)
     out += anomaly_lines(r.anomalies)
     return "\n".join(out) + "\n"
 
@@ -131,9 +176,14 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     lo, hi = rep.date_range
     out.append(f"- total runs: {rep.total_runs}")
     out.append(f"- date range: {lo} → {hi}" if lo else "- date range: no wall times logged")
+    rule = getattr(rep, "headline_rule", "")
+    out.append(f"- headline: {rep.primary}" + (f" — {rule}" if rule else "")
+               + (f" (skipped, no information: {skipped_text(rep.skipped)})"
+                  if getattr(rep, "skipped", None) else ""))
     out.append(f"- best result: {rep.best.text}" if rep.best else "- best result: —")
     if rep.best:
         out += [f"  - {e}" for e in rep.best.evidence]
+    out += [f"- note: {n}" for n in getattr(rep, "notes", ())]
     out += ["", f"## Results (every row at step {fmt_step(rep.step)} of {rep.primary})", ""]
     header = ["Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
     rows = []
@@ -147,8 +197,13 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
             out = []
             for k, v in values.items():
                 at = r.steps.get(k)
+                if v is None:
+                    text = (f"not reached (last at step {fmt_step(at)})" if at is not None
+                            else "not logged")
+                    out.append(f"{k} {text}")
+                    continue
                 mark = f" @ {fmt_step(at)}" if at is not None and at != rep.step else ""
-                out.append(f"{k} {'not logged' if v is None else fmt(v, precision)}{mark}")
+                out.append(f"{k} {fmt(v, precision)}{mark}")
             return "; ".join(out) or "—"
 
         rows.append([r.run, fmt_step(r.step), cd, cells(r.proxy), cells(r.downstream),
@@ -167,6 +222,7 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
         out.append("- none")
     for f in rep.recommendations:
         out.append(f"- {f.text} — because {'; '.join(f.evidence)}")
+    out += arm_lines(getattr(rep, "arms", []))
     return "\n".join(out) + "\n"
 
 
@@ -180,6 +236,7 @@ def render_watch(result, alerts_per_run: int = 3,  # noqa: ANN001 - WatchResult
     from ..engines.watch import human_age
 
     out = []
+    notes = [f"> {n}" for n in getattr(result, "notes", ())]
     runs = list(result.runs)
     max_runs = WATCH_RUNS if max_runs is None else max_runs
     if len(runs) > max_runs:
@@ -189,6 +246,7 @@ def render_watch(result, alerts_per_run: int = 3,  # noqa: ANN001 - WatchResult
         look = [c for c in runs if any(a.kind != "finished" for a in c.alerts)]
         seen = {id(c) for c in look}
         runs = (look + [c for c in runs if id(c) not in seen])[:max_runs]
+    out += notes
     for c in runs:
         prog = ", ".join(f"{k} {v['now']:.4g}" for k, v in list(c.progress.items())[:4])
         if len(c.progress) > 4:

@@ -379,10 +379,11 @@ def test_sacred_files_written_by_sacred():
 
 
 def test_rl_return_names_are_maximised_and_spelled_alike():
+    from rundiff_core.engines.directions import vocabulary
     from rundiff_core.engines.metricnames import synonym_key
-    from rundiff_core.engines.stats import goal_for
 
     for name in ("AverageEpRet", "TestEpRet", "rollout/ep_rew_mean", "episode/reward"):
-        assert goal_for(name) == "max", name
-    assert goal_for("interpret_loss") == "min" and goal_for("interpretability") == "min"
+        assert vocabulary(name).goal == "max", name
+    assert vocabulary("interpret_loss").goal == "min"
+    assert vocabulary("interpretability").goal is None  # no word of the vocabulary: unknown
     assert synonym_key("AverageEpRet") == synonym_key("average-episode-return")

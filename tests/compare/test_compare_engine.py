@@ -187,7 +187,7 @@ def test_metric_names_are_normalised_and_the_mapping_is_reported():
 
 def test_explicit_map_and_unknown_metric():
     base = mem("run-with-loss", {"loss": linear(range(10), 1, 0)})
-    student = mem("run-with-objective", {"objective": linear(range(5), 1, 0)}, status="running")
+    student = mem("run-with-objective", {"objective": linear(range(5), 1.2, -0.01)}, status="running")
     with pytest.raises(UsageError):
         run_compare([arm(base), arm(student)])
     r = run_compare([arm(base), arm(student)], maps={"objective": "loss"})
@@ -200,7 +200,7 @@ def test_explicit_map_and_unknown_metric():
 
 def test_diagnostics_are_left_out_unless_asked():
     base = mem("exp-a-run", {"loss": linear(range(10), 1, 0), "lr": linear(range(10), 1e-3, 0)})
-    student = mem("exp-b-run", {"loss": linear(range(5), 1, 0), "lr": linear(range(5), 2e-3, 0)},
+    student = mem("exp-b-run", {"loss": linear(range(5), 1.2, -0.01), "lr": linear(range(5), 2e-3, 0)},
                   status="running")
     r = run_compare([arm(base), arm(student)])
     assert [m.metric for m in r.metrics] == ["loss"]

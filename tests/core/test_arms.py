@@ -224,13 +224,15 @@ def test_report_sees_two_arms_of_three(layout, request, capsys):
 
 
 def test_watch_names_arms_and_reads_the_baseline_arm(seed_folders, capsys):
-    d = cli_json(capsys, "watch", str(seed_folders["exp-b"][0].parent), "--once",
-                 "--baseline", str(seed_folders["exp-a"][0]))
-    # the journal names runs by their config's run_name: the arm is named by those members
-    members = "exp-b-s0-2026-11-01, exp-b-s1-2026-11-02, exp-b-s2-2026-11-03"
-    assert [(c["arm"], c["arm_size"]) for c in d["runs"]] == [(members, 3)] * 3
-    code, out, _ = cli(capsys, "watch", str(seed_folders["exp-b"][0].parent), "--once")
-    assert code == 0 and out.count(f"(arm {members})") == 3
+    both = [str(seed_folders[x][0].parent) for x in ("exp-a", "exp-b")]
+    d = cli_json(capsys, "watch", *both, "--once", "--baseline", str(seed_folders["exp-a"][0]))
+    assert [(c["arm"], c["arm_size"]) for c in d["runs"]][3:] == [("lr=0.2", 3)] * 3
+    code, out, _ = cli(capsys, "watch", *both, "--once")
+    assert code == 0 and out.count("(arm lr=0.2)") == 3
+    # every watched run a seed of one arm: one arm says nothing, each run is watched on its own
+    d = cli_json(capsys, "watch", both[1], "--once")
+    assert [c["arm_size"] for c in d["runs"]] == [1, 1, 1] and len(d["notes"]) == 1
+    assert "every run given is a seed of one arm" in d["notes"][0]
 
 
 def test_watch_divergence_is_measured_against_the_baseline_arm_mean(seed_folders):
@@ -315,7 +317,8 @@ def test_bad_group_by_is_a_one_line_usage_error(grid, capsys):
 def test_diff_of_two_seeds_of_one_arm_compares_them_run_to_run(grid, capsys):
     d = cli_json(capsys, "diff", str(grid / "r00"), str(grid / "r01"), "--metric", "loss")
     assert (d["variance_a"]["n"], d["variance_b"]["n"]) == (1, 1)
-    assert any("seed of the same arm" in w for w in d["warnings"])
+    notes = [w for w in d["warnings"] if "are seeds of one arm" in w]
+    assert len(notes) == 1 and "each named run is compared on its own" in notes[0]
 
 
 def test_rundiff_toml_extends_the_identity_keys(one_folder, tmp_path, monkeypatch, capsys):

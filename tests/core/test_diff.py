@@ -204,14 +204,18 @@ def test_grad_norm_spikes_and_lr_differences(tmp_path, capsys):
     assert "A has more kill events (1 vs 0)" in out
 
 
-def test_goal_is_marked_assumed_when_the_name_says_nothing(tmp_path, capsys):
+def test_an_unknown_direction_is_said_and_never_assumed(tmp_path, capsys):
     for name in ("a", "b"):
         write_journal_run(str(tmp_path / name), config={}, rows=[{"step": i, "foo": i} for i in range(5)], final={})
     _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo")
-    assert "## Headline metric: foo (goal: min — assumed from no hint in the name; set --goal)" in out
+    assert "## Headline metric: foo (direction unknown for foo: pass --goal foo=max or min)" in out
+    assert "assumed" not in out and "| best (step)   | — (direction unknown)" in out
     _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo",
                         "--goal", "max")
-    assert "## Headline metric: foo (goal: max)" in out
+    assert "## Headline metric: foo (goal: max, set with --goal)" in out and "| best (step)   | 4 (4) " in out
+    _, out, _ = run_cli(capsys, "diff", f"journal:{tmp_path / 'a'}", f"journal:{tmp_path / 'b'}", "--metric", "foo",
+                        "--goal", "foo=min")
+    assert "## Headline metric: foo (goal: min, set with --goal)" in out and "| best (step)   | 0 (0) " in out
 
 
 def test_secret_config_values_never_reach_any_output(tmp_path, capsys):

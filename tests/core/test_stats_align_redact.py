@@ -10,7 +10,6 @@ import pytest
 from rundiff_core.engines.align import slice_at
 from rundiff_core.engines.stats import (
     bootstrap_ci,
-    goal_for,
     headline,
     holm,
     pooled_std,
@@ -45,8 +44,11 @@ def test_pooled_std_formula():
 
 
 def test_goal_from_name():
-    assert goal_for("train/loss") == "min" and goal_for("eval/accuracy") == "max"
-    assert goal_for("val_ppl") == "min" and goal_for("reward_mean") == "max"
+    from rundiff_core.engines.directions import vocabulary
+
+    goal = lambda name: vocabulary(name).goal  # noqa: E731
+    assert goal("train/loss") == "min" and goal("eval/accuracy") == "max"
+    assert goal("val_ppl") == "min" and goal("reward_mean") == "max"
 
 
 def test_spikes_are_robust_and_flag_nonfinite():

@@ -13,12 +13,12 @@ import math
 
 import pytest
 
-from rundiff_core.engines.stats import goal_for, goal_is_known, headline, pooled_std, sample_std
+from rundiff_core.engines.stats import headline, pooled_std, sample_std
 
 
-def test_rule_goal_direction_is_known_from_either_word_list():
-    assert goal_is_known("loss") and goal_is_known("val/accuracy") and not goal_is_known("foo")
-    assert (goal_for("loss"), goal_for("eval/acc"), goal_for("foo")) == ("min", "max", "min")
+def test_rule_headline_without_a_direction_has_no_best():
+    h = headline([0, 1, 2], [3.0, 1.0, 2.0], None)
+    assert math.isnan(h.best) and math.isnan(h.best_step) and h.final == 2.0
 
 
 def test_rule_headline_of_a_short_series_uses_its_last_point_as_the_tail():

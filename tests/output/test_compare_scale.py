@@ -20,9 +20,22 @@ def _run(capsys, *argv):
     return out
 
 
+NGRAM_GOALS = ("--goal", "val/ngram_*=min", "--goal", "test/ngram_*=min")
+
+
+def test_an_unknown_direction_family_claims_nothing(wide, capsys):
+    """`val/ngram_<n>` names no direction: its family row gives Δ, never better, worse or worst."""
+    _, runs = wide
+    lines = _run(capsys, "compare", runs[64], runs[256]).splitlines()
+    row = next(line for line in lines if line.startswith("| val/ngram_<n>"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "val/ngram_<n>" and cells[2:4] == ["—", "—"] and cells[6] == "direction unknown"
+    assert any("Direction unknown for" in line for line in lines)
+
+
 def test_default_compare_fits_one_screen(wide, capsys):
     _, runs = wide
-    out = _run(capsys, "compare", runs[64], runs[256])
+    out = _run(capsys, "compare", runs[64], runs[256], *NGRAM_GOALS)
     lines = out.splitlines()
     assert len(lines) <= 60, len(lines)
     # the main loss is a row; each family is one summary row
@@ -110,7 +123,7 @@ def test_html_plots_the_selection_and_keeps_every_metric_one_click_away(wide, tm
     pytest.importorskip("plotly")
     _, runs = wide
     page = tmp_path / "wide.html"
-    _run(capsys, "compare", runs[64], runs[256], "--html", str(page))
+    _run(capsys, "compare", runs[64], runs[256], "--html", str(page), *NGRAM_GOALS)
     text = page.read_text()
     assert text.count('class="rundiff-plot"') == 1  # train/loss, the one shown row
     details = text[text.index('<details class="all-metrics">'):]

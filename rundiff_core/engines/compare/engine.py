@@ -23,10 +23,11 @@ from ...errors import UsageError
 from ...model import Run
 from ..align import ALIGN_MODES, axis_from_key, first_decrease, relative_wall_time
 from ..arms import Arm, label_arms
+from ..directions import GoalRules, goal_rules
 from ..metricnames import NameResolution, resolve_names
+from ..primary import uninformative_keys
 from ..roles import GroupRules
 from ..selection import expand, is_glob, natural_key, natural_sorted
-from ..stats import goal_for
 from .alignment import (
     WALL_AXES,
     _Axis,
@@ -58,8 +59,8 @@ def _arm_running(arm: Arm) -> bool:
     return any(r.status == "running" for r in arm.seeds)
 
 
-def _better(student: float, other: float, goal: str) -> bool | None:
-    if not (math.isfinite(student) and math.isfinite(other)) or student == other:
+def _better(student: float, other: float, goal: str | None) -> bool | None:
+    if goal is None or not (math.isfinite(student) and math.isfinite(other)) or student == other:
         return None
     return student < other if goal == "min" else student > other
 
@@ -73,7 +74,7 @@ def run_compare(
     align: str = "nearest",
     x: str = "step",
     rules: GroupRules | None = None,
-    goals: Mapping[str, str] | None = None,
+    goals: GoalRules | Mapping[str, str] | Sequence[str] | None = None,
     last_k: int = 10,
     curves: bool = False,
     show_all: bool = False,
@@ -87,7 +88,7 @@ def run_compare(
     if last_k < 2:
         raise UsageError("--last must be at least 2 points to measure a trend")
     rules = rules or GroupRules()
-    goals = dict(goals or {})
+    goals = goal_rules(goals)
     seen: dict[str, int] = {}
     for i, arm in enumerate(arms):
         for run in arm.seeds:
@@ -224,7 +225,9 @@ def run_compare(
     comparisons = []
     for m in metric_names:
         decision = rules.classify(m, names.keys[m].values())
-        goal = goals.get(m) or goal_for(m)
+        direction = goals.direction(m, [r for r in all_runs if r.address in names.keys[m]],
+                                    names.keys[m].values())
+        goal = direction.goal
         s_series = series.get((s_arm.primary.address, m))
         has_student = s_series is not None and s_series.size > 0
         if has_student:
@@ -258,6 +261,7 @@ def run_compare(
             metric=m, group=decision.group, group_source=decision.source,
             group_reason=decision.reason, goal=goal, state=student_row.state if has_student else state,
             target=target, keys=dict(names.keys[m]), rows=rows, trends=trends, note=note,
+            direction=direction.to_dict(),
         ))
     order = {"downstream": 1, "proxy": 0, "diagnostic": 2}
     comparisons.sort(key=lambda c: (order.get(c.group, 3), natural_key(c.metric)))
@@ -320,6 +324,12 @@ def _default_metrics(arms: Sequence[Arm], labels: Sequence[str], si: int, candid
 
     selected = []
     for m in candidates:
+        why = uninformative_keys([(r, names.keys[m][r.address]) for a in arms for r in a.seeds
+                                  if r.address in names.keys[m]])
+        if why is not None:  # Lightning's hp_metric placeholder, a constant: never a row by default
+            not_compared.append(f"{m} (no information: {why}; name it with --metric)")
+            skipped.append(Skipped(m, "no information", why))
+            continue
         student_has = logs(arms[si], m)
         holders = [labels[i] for i, a in enumerate(arms) if i != si and logs(a, m)]
         if holders and (student_has or decisions[m].group == "downstream"):

@@ -32,6 +32,12 @@ def _family_sentence(r: CompareResult, group: str) -> str | None:
     if not fams:
         return None
     f = max(fams, key=lambda x: x.compared)
+    if f.goal is None:
+        parts = [f"median Δ {x.median_delta:+.4g} against {x.baseline}"
+                 for x in fams if x.family == f.family]
+        return (f"Across the {len(f.members)} {group} {f.family} metrics: " + "; ".join(parts)
+                + f" (direction unknown: no better or worse is claimed; pass --goal "
+                f"'{f.family.replace('<n>', '*')}=max' or min).")
     parts = [f"behind {x.baseline} on {x.baseline_better} and ahead on {x.student_better} "
              f"(median Δ {x.median_delta:+.4g})" for x in fams if x.family == f.family]
     return (f"Across the {len(f.members)} {group} {f.family} metrics, {r.student.label} is "
@@ -61,6 +67,10 @@ def _conclusion(r: CompareResult) -> list[str]:
                 continue
             seeds = ("single-seed" if row.single_seed and m.rows[0].single_seed
                      else f"student {_spread(m.rows[0])}; {row.arm} {_spread(row)}")
+            if m.goal is None:
+                parts.append(f"Δ {row.delta:+.4g} against {row.arm} ({seeds}; direction unknown: "
+                             f"pass --goal {m.metric}=max or min)")
+                continue
             if row.student_better is None:
                 parts.append(f"level with {row.arm} ({seeds})")
                 continue
@@ -96,6 +106,8 @@ _SHORT = {
 
 
 def _trend_phrase(metric: str, t: Trend, xname: str) -> str:
+    if t.status == "direction unknown":
+        return f"{metric} gap {t.gap_last:+.4g} (direction unknown)"
     if t.status == "level":
         return f"{metric} level within noise"
     side = "behind" if t.status in ("gap steady", "gap widening", "on track to catch up") else "ahead"

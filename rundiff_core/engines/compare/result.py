@@ -78,13 +78,14 @@ class MetricComparison:
     group: str
     group_source: str
     group_reason: str
-    goal: str
+    goal: str | None  # None: direction unknown — no better, worse, ahead or behind
     state: str  # ok | not yet | not logged (the student's side)
     target: float  # the x every baseline was sliced at (NaN when the student has no point)
     keys: dict[str, str]  # run address → logged key
     rows: list[Row]
     trends: list[Trend]
     note: str | None = None
+    direction: dict[str, Any] = field(default_factory=dict)  # goal, source, reason
 
 
 @dataclass
@@ -130,7 +131,7 @@ class FamilySummary:
 
     family: str
     group: str
-    goal: str  # min | max | mixed
+    goal: str | None  # min | max | mixed; None: direction unknown (no better/worse counted)
     baseline: str
     members: list[str]  # natural order
     compared: int  # members with a value on both sides

@@ -40,6 +40,9 @@ def _summary(pattern: str, group: str, members: list[MetricComparison], baseline
         if row is None or not math.isfinite(row.delta):
             continue
         steps.update(c.x_used for r in (m.rows[0], row) for c in r.cells if math.isfinite(c.x_used))
+        if m.goal is None:  # no direction: counted neither better, worse nor tied
+            deltas.append((m.metric, row.delta, -math.inf))
+            continue
         deficit = -row.delta if m.goal == "min" else row.delta
         deltas.append((m.metric, row.delta, deficit))
         if row.student_better is None:

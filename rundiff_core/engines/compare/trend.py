@@ -26,7 +26,7 @@ def _flat(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, floa
 
 
 def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
-           series: Mapping[tuple[str, str], _Series | _PushedSeries], align: str, goal: str, k: int,
+           series: Mapping[tuple[str, str], _Series | _PushedSeries], align: str, goal: str | None, k: int,
            xname: str) -> Trend:
     primary = series[(s_arm.primary.address, metric)]
     xs = primary.x[-k:]
@@ -54,6 +54,11 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
         return base
     x_ok = xs[ok]
     gap = sv[ok] - bv[ok]
+    if goal is None:  # no direction: the gap is a number, never "behind" or "ahead"
+        base.status, base.gap_last = "direction unknown", float(gap[-1])
+        base.text = (f"{vs}: gap {float(gap[-1]):+.4g} at {xname} {x_ok[-1]:g}; direction unknown "
+                     f"for {metric}: pass --goal {metric}=max or min")
+        return base
     deficit = gap if goal == "min" else -gap  # > 0: the student is behind
     flat, slope_d, noise = _flat(x_ok, deficit, scale)
     slope = slope_d if goal == "min" else -slope_d
