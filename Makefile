@@ -34,10 +34,12 @@ demo: $(VENV)/.core
 	@echo; echo "== rundiff compare: a run still training, against both arms at its current step"
 	$(BIN)/rundiff compare demo-runs/exp-student/seed-0 demo-runs/exp-baseline demo-runs/exp-higher-lr
 
-# lint-imports first: adapters and contrib import only rundiff_core (contracts in pyproject.toml)
+# lint-imports first: adapters and contrib import only rundiff_core (contracts in pyproject.toml);
+# then the suite; then the brief's scenarios in ../shared/acceptance (scripts/acceptance.sh)
 test: $(VENV)/.dev
 	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/pytest -q -p no:cacheprovider tests $(wildcard contrib/*/tests)
+	bash scripts/acceptance.sh
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check rundiff rundiff_core adapters tests bench contrib

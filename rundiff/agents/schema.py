@@ -17,13 +17,17 @@ Address = Annotated[str, Field(description="one run address (a path or scheme:lo
 Metric = Annotated[str | None, Field(
     description="metric key as logged (e.g. loss, eval/accuracy); omit for the default")]
 Path = Annotated[str, Field(description="a file or folder to sniff")]
+Goal = Annotated[dict[str, str] | None, Field(
+    description='direction per metric, {"metric or glob": "min" | "max"}: where neither this, '
+    "the runs nor the name's vocabulary say which way is better, no better/worse is claimed")]
 
 DESCRIPTIONS = {
     "ls": "List runs: adapter, status, every metric key with its point count and step range, and "
           "fidelity notes. Call it first to learn the keys and steps.",
     "detect": "Which adapter reads a path: every claim with its reason, the winner, and the "
               "address to use.",
-    "diff": "Decision-grade diff of run A vs run B (default metric: loss): changed config keys, "
+    "diff": "Decision-grade diff of run A vs run B (default metric: loss, else the main metric "
+            "both log that carries information); two named runs are always two sides: changed config keys, "
             "final / best / last-10%-mean, sibling seed-* runs as variance samples, stability "
             "events, and a strict verdict (one of four fixed templates).",
     "compare": "Same-step comparison: every baseline read at the student's current step (the "
@@ -54,14 +58,17 @@ class ToolSet:
     def detect(self, path: Path) -> types.CallToolResult:
         return _result(self._tools.detect(path))
 
-    def diff(self, a: Address, b: Address, metric: Metric = None) -> types.CallToolResult:
-        return _result(self._tools.diff(a, b, metric))
+    def diff(self, a: Address, b: Address, metric: Metric = None, goal: Goal = None
+             ) -> types.CallToolResult:
+        return _result(self._tools.diff(a, b, metric, goal))
 
-    def compare(self, addresses: Addresses, metric: Metric = None) -> types.CallToolResult:
-        return _result(self._tools.compare(addresses, metric))
+    def compare(self, addresses: Addresses, metric: Metric = None, goal: Goal = None
+                ) -> types.CallToolResult:
+        return _result(self._tools.compare(addresses, metric, goal))
 
-    def rank(self, addresses: Addresses, metric: Metric = None) -> types.CallToolResult:
-        return _result(self._tools.rank(addresses, metric))
+    def rank(self, addresses: Addresses, metric: Metric = None, goal: Goal = None
+             ) -> types.CallToolResult:
+        return _result(self._tools.rank(addresses, metric, goal))
 
     def trajectories(self, a: Address, b: Address) -> types.CallToolResult:
         return _result(self._tools.trajectories(a, b))

@@ -126,30 +126,33 @@ class Tools:
 
         return self._answer("detect", [path], "sniff a narrower path", build)
 
-    def diff(self, a: str, b: str, metric: str | None = None) -> Answer:
+    def diff(self, a: str, b: str, metric: str | None = None,
+             goal: dict[str, str] | None = None) -> Answer:
         from ..api import diff
 
         def build() -> tuple[str, dict[str, Any]]:
-            r = diff(a, b, metric=metric)
+            r = diff(a, b, metric=metric, goal=goal)
             return r.to_markdown(), r.to_dict()
 
         return self._answer("diff", [a, b], "pass a single metric", build)
 
-    def compare(self, addresses: list[str], metric: str | None = None) -> Answer:
+    def compare(self, addresses: list[str], metric: str | None = None,
+                goal: dict[str, str] | None = None) -> Answer:
         from ..api import compare
 
         def build() -> tuple[str, dict[str, Any]]:
-            r = compare(*addresses, metric=metric)
+            r = compare(*addresses, metric=metric, goals=goal)
             return r.to_markdown(), r.to_dict()
 
         return self._answer("compare", list(addresses),
                             "pass `metric` to compare one metric, or give fewer addresses", build)
 
-    def rank(self, addresses: list[str], metric: str | None = None) -> Answer:
+    def rank(self, addresses: list[str], metric: str | None = None,
+             goal: dict[str, str] | None = None) -> Answer:
         from ..api import rank
 
         def build() -> tuple[str, dict[str, Any]]:
-            r = rank(*addresses, metric=metric)
+            r = rank(*addresses, metric=metric, goal=goal)
             return r.to_markdown(), r.to_dict()
 
         return self._answer("rank", list(addresses),

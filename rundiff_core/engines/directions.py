@@ -101,7 +101,8 @@ def tokens(name: str) -> list[str]:
             continue
         low = part.lower()
         out.append(low)
-        if "@" in part:  # pass@1, hit@10: one token
+        if "@" in part:  # pass@1, ndcg@10: one token, and the word before it (`recall@1`)
+            out.append(low.split("@", 1)[0])
             continue
         pieces = _CAMEL.findall(part)
         if len(pieces) < 2 or (part[0].islower() and part[1:2].isupper()):

@@ -404,12 +404,14 @@ def anomalies(runs: Sequence[Run], metrics: Sequence[str]) -> list[Anomaly]:
                     if not math.isfinite(e.value):
                         continue
                     times = f"{e.value / e.level:.3g}× the local level {e.level:.4g}, " if e.level > 0 else ""
-                    span = (f", episode steps {e.first:g}–{e.last:g} ({e.points} points)"
-                            if e.points > 1 else "")
+                    # a burst is reported from the step it began, its peak named beside
+                    where = (f"from step {e.first:g} (burst of {e.points} points to step {e.last:g}, "
+                             f"peak {e.value:.4g} at step {e.step:g}: " if e.points > 1
+                             else f"{e.value:.4g} at step {e.step:g} (")
                     out.append(Anomaly(
                         run.name, run.address, "spike",
-                        f"{m} {e.value:.4g} at step {e.step:g} ({times}{min(e.score, 1e6):.3g} robust σ{span})",
-                        e.step, m, _severity("spike", e.score), SPIKE_RULE))
+                        f"{m} {where}{times}{min(e.score, 1e6):.3g} robust σ)",
+                        e.first, m, _severity("spike", e.score), SPIKE_RULE))
         ls = last_steps[run.address]
         if run.status == "finished" and math.isfinite(ls) and math.isfinite(typical) and ls < 0.8 * typical:
             out.append(Anomaly(run.name, run.address, "early_stop",

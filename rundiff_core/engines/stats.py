@@ -218,8 +218,9 @@ def robust_spikes(
     steps: Sequence[float], values: Sequence[float], window: int = SPIKE_WINDOW,
     threshold: float = SPIKE_THRESHOLD,
 ) -> list[tuple[float, float, float]]:
-    """(step, value, score) of each spike episode's peak; see `spike_episodes` for the rule."""
-    return [(e.step, e.value, e.score)
+    """(first step, peak value, peak score) of each spike episode: a burst is reported from the
+    step it began; see `spike_episodes` for the rule."""
+    return [(e.first, e.value, e.score)
             for e in spike_episodes(steps, values, window=window, threshold=threshold)]
 
 

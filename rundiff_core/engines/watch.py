@@ -230,7 +230,8 @@ def check_run(
             fresh = [s for s in fresh if math.isfinite(s[1])]
             if fresh:
                 alerts.append(Alert(run.name, run.address, "spike",
-                                    f"{key} spiked to {fresh[0][1]:.4g} at step {fresh[0][0]:g}", fresh[0][0]))
+                                    f"{key} spiked from step {fresh[0][0]:g} (peak {fresh[0][1]:.4g})",
+                                    fresh[0][0]))
     seen_events = int(previous.get("events", 0))
     for e in run.events[seen_events:]:
         if e.kind in KILL_EVENTS:

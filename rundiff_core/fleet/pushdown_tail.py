@@ -333,7 +333,8 @@ def _stored_spikes(facts: FleetFacts, members: dict[str, PushedRun],
                    rule: Callable[[np.ndarray, np.ndarray], list[Any]],
                    out: dict[tuple[str, str], list[Any]]) -> None:
     """Fill `out` from the spikes stored with the facts (`FleetFacts.stored_spikes`) when `rule`
-    is `robust_spikes` (the stored episodes' peaks); the runs answered leave `members`."""
+    is `robust_spikes` (the stored episodes' first steps and peaks); the runs answered leave
+    `members`."""
     from ..engines.stats import robust_spikes
 
     if rule is not robust_spikes:
@@ -346,4 +347,4 @@ def _stored_spikes(facts: FleetFacts, members: dict[str, PushedRun],
         keys = wanted[address]
         for key, episodes in got.items():
             if keys is None or key in keys:
-                out[(address, key)] = [(e.step, e.value, e.score) for e in episodes]
+                out[(address, key)] = [(e.first, e.value, e.score) for e in episodes]

@@ -412,6 +412,9 @@ def _outcome(rec: TaskRecord) -> str:
 SUMMARY_PAIRS = 4  # pair blocks (≤ 9 lines each) the terminal summary shows
 
 
+TASK_IDS_SHOWN = 10  # gained/lost task ids named in the terminal summary up to this many
+
+
 def summary_lines(pairs: list[PairDiff], report_path: str | None = None) -> list[str]:
     """What the CLI prints: one block per pair, short enough for one screen."""
     out: list[str] = []
@@ -428,6 +431,10 @@ def summary_lines(pairs: list[PairDiff], report_path: str | None = None) -> list
         out.append(f"  {A}✓{B}✓ {tr['both_pass']['count']}  {A}✗{B}✗ {tr['both_fail']['count']}  "
                    f"{A}✗{B}✓ {tr['reachable_gap']['count']} (reachable gap)  "
                    f"{A}✓{B}✗ {tr['regression']['count']} (regressions)")
+        for outcome, word in (("reachable_gap", "gained"), ("regression", "lost")):
+            ids = tr[outcome]["tasks"]
+            if 0 < len(ids) <= TASK_IDS_SHOWN:  # few enough to name: the ids to look at
+                out.append(f"  {word} by {B}: {', '.join(map(str, ids))}")
         out.append("  gap classes: " + ", ".join(f"{CLASS_LABELS[c]} {g['counts'][c]}"
                                                   for c in (*GAP_CLASSES, "unclassified")))
         out.append(f"  warm-start yield: {w['count']} clean of {w['of_reachable_gap']}")

@@ -65,6 +65,22 @@ def test_end_to_end_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert heading in report
 
 
+def test_the_summary_names_gained_and_lost_tasks_up_to_ten(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    s, a, b = _exports(tmp_path)  # 2 lost, 16 gained
+    assert main(["trajectories", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    lost = [x for x in lines if x.strip().startswith("lost by B:")]
+    assert lost == [f"  lost by B: {', '.join(s.names('regression'))}"]
+    assert not any(x.strip().startswith("gained by B:") for x in lines)  # 16 > 10: counted only
+    (tmp_path / "few").mkdir()
+    s, a, b = _exports(tmp_path / "few", {"both_pass": 3, "regression": 1, "persistence": 10})
+    assert main(["trajectories", str(a), str(b), "--out", str(tmp_path / "few" / "out")]) == 0
+    out = capsys.readouterr().out
+    gained = sorted(s.names("persistence"))
+    assert f"gained by B: {', '.join(gained)}" in out and len(gained) == 10
+
+
 def test_secrets_never_reach_outputs(tmp_path: Path) -> None:
     s = trajgen.scenario({"persistence": 3, "knowledge": 2})
     for rec in s.a:
