@@ -773,34 +773,40 @@ def split_to_runs(arms: Iterable[Arm]) -> list[Arm]:
 
 
 def named_sides(arms: Sequence[Arm]) -> list[Arm]:
-    """The user's addresses are the sides (diff, compare): a run the user named is never pulled
-    into another named address's arm as a seed.
+    """The user's addresses are the sides (diff, compare): a run the user named — on its own or
+    inside a collection address — is never pulled into another named address's arm as a seed.
 
-    Arms whose address named one run (`Arm.named_run`) and that share a run (or name the same
-    run) are reduced to their named runs, one note saying so; a collection's arm gives up the
-    runs named on their own.
+    An arm whose address named one run (`Arm.named_run`) and that counts as a seed a run another
+    address names (or that names the same run as another) is reduced to its named run, one note
+    saying so; a collection's arm gives up the runs named on their own.
     """
     from ..errors import UsageError
 
     arms = list(arms)
-    named_one = [a.named_run for a in arms]
-    singles = [i for i, one in enumerate(named_one) if one]
+    singles = [i for i, a in enumerate(arms) if a.named_run]
     named = {arms[i].primary.address for i in singles}
     twice = {a for a, n in Counter(arms[i].primary.address for i in singles).items() if n > 1}
+    holders: dict[str, set[int]] = {}  # run address → the arms counting it
+    for i, arm in enumerate(arms):
+        for r in arm.seeds:
+            holders.setdefault(r.address, set()).add(i)
 
-    def pulls(arm: Arm) -> set[str]:  # the runs named on their own that this arm counts as seeds
-        return {r.address for r in arm.seeds if r.address in named} - {arm.primary.address}
+    def clashes(i: int) -> bool:
+        own = arms[i].primary.address
+        if own in twice or holders[own] - {i}:  # named twice, or a seed of another named arm
+            return True
+        return any(r.address in named or holders[r.address] - {i}
+                   for r in arms[i].seeds if r.address != own)
 
-    pulled = set().union(*(pulls(arms[i]) for i in singles)) | twice if singles else set()
-    clash = [i for i in singles if pulls(arms[i]) or arms[i].primary.address in pulled]
+    clash = [i for i in singles if clashes(i)]
     split = dict(zip(clash, split_to_runs(arms[i] for i in clash), strict=True))
     for arm in split.values():
         arm.named_run = True
     out: list[Arm] = []
-    for i, (arm, one) in enumerate(zip(arms, named_one, strict=True)):
+    for i, arm in enumerate(arms):
         if i in split:
             out.append(split[i])
-        elif not one and any(r.address in named for r in arm.seeds):
+        elif not arm.named_run and any(r.address in named for r in arm.seeds):
             kept = [r for r in arm.seeds if r.address not in named]
             if not kept and len(arms) <= 2:
                 raise UsageError(f"{arm.address} holds no run besides the ones named on their own",
