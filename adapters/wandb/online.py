@@ -328,7 +328,29 @@ class OnlineWandbSource(WandbSource):
                 "history_line_count": attrs.get("historyLineCount"), "server": self.base_url,
             }.items() if v not in (None, [], "")},
         )
+        sweep = attrs.get("sweepName")
+        if sweep:
+            self._sweep_goal(run, str(sweep))
         return self.bind(run, ref)
+
+    def _sweep_goal(self, run: Run, sweep: str) -> None:
+        """The direction the run's sweep declares (`metric: {name, goal}`), as `meta["goals"]`;
+        a sweep that cannot be read is a note, never a failure."""
+        run.meta["sweep"] = sweep
+        try:
+            config = self.api().sweep(f"{self.entity}/{self.project}/{sweep}").config or {}
+        except Exception as exc:  # noqa: BLE001 - a nicety: the run reads without it
+            run.note(f"sweep {sweep} not read ({type(exc).__name__}): its metric's direction is "
+                     "not known from it")
+            return
+        metric = config.get("metric") if isinstance(config, dict) else None
+        goal = {"minimize": "min", "maximize": "max"}.get(
+            str(metric.get("goal", "")).lower()) if isinstance(metric, dict) else None
+        if goal and isinstance(metric.get("name"), str):
+            run.meta["goals"] = {metric["name"]: {
+                "goal": goal, "headline": True,
+                "source": f"W&B sweep {sweep}: metric.name={metric['name']!r}, "
+                          f"goal={metric.get('goal')!r}"}}
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
         if ref.run_id not in self._history:

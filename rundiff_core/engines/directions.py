@@ -269,8 +269,8 @@ def declared_in_config(config: Mapping[str, Any]) -> list[Declared]:
 
 
 def declared_goals(run: Run) -> list[Declared]:
-    """What one run declares: its adapter's `meta["goals"]` ({key: {"goal", "source"}}) first,
-    then its config (cached on the run)."""
+    """What one run declares: its adapter's `meta["goals"]` ({key: {"goal", "source",
+    "headline"}}) first, then its config (cached on the run)."""
     hit = run.__dict__.get("_declared")
     if hit is not None:
         return hit
@@ -279,7 +279,8 @@ def declared_goals(run: Run) -> list[Declared]:
     if isinstance(goals, Mapping):
         for key, spec in goals.items():
             if isinstance(spec, Mapping) and spec.get("goal") in GOALS:
-                out.append(Declared(str(key), spec["goal"], str(spec.get("source") or "the run")))
+                out.append(Declared(str(key), spec["goal"], str(spec.get("source") or "the run"),
+                                    headline=bool(spec.get("headline"))))
     if isinstance(run.config, Mapping):
         out += declared_in_config(run.config)
     run.__dict__["_declared"] = out

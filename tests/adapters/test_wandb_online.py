@@ -81,13 +81,19 @@ SERVED = {
                   tags=["baseline", "long"], group="other", rows=_rows(30, live_extras=False),
                   exported=10, created_at="2025-01-03T00:00:00Z"),
     ],
+    ("rd-team", "swept"): [
+        ServedRun("swp00001", "sweep-trial", config={"lr": 1e-3}, rows=_rows(20, live_extras=False),
+                  sweep="sw33p1d"),
+    ],
 }
+SWEEPS = {"sw33p1d": {"method": "bayes", "metric": {"name": "acc", "goal": "minimize"},
+                      "parameters": {"lr": {"min": 1e-4, "max": 1e-2}}}}
 
 
 @pytest.fixture(scope="module")
 def responder():
     """The responder, and a wandb client service that gives rate limits up after two tries."""
-    server = Responder(SERVED)
+    server = Responder(SERVED, SWEEPS)
     patch = pytest.MonkeyPatch()
     wandb.teardown()  # the service reads its retry settings when it starts
     patch.setenv("WANDB_X_GRAPHQL_RETRY_MAX", "1")
@@ -124,6 +130,19 @@ def test_run_every_point_never_sampled(server):
     assert server.downloads == ["/parquet/rd-team/vision/abc12345-0.parquet"]
     notes = " | ".join(run.fidelity)
     assert "img (2 image-file)" in notes and "note (2 text)" in notes
+
+
+def test_a_sweep_declares_its_metric_direction(server):
+    """The W&B sweep's `metric.goal` wins over the name's vocabulary (`acc` reads "higher")."""
+    from rundiff_core.engines.directions import GoalRules
+
+    run = load_run("wandb:rd-team/swept/swp00001")
+    assert "GetSweep" in server.ops() and not server.unknown
+    assert run.meta["sweep"] == "sw33p1d"
+    d = GoalRules().direction("acc", [run])
+    assert (d.goal, d.source) == ("min", "declared") and "W&B sweep sw33p1d" in d.reason
+    plain = load_run("wandb:rd-team/vision/abc12345")
+    assert "goals" not in plain.meta and "GetSweep" not in [n for n, _ in server.operations[-3:]]
 
 
 def test_run_metadata_config_summary_and_secrets(server):

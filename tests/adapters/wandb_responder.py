@@ -42,13 +42,14 @@ class ServedRun:
     exported: int = 0  # the first `exported` rows are served as Parquet, the rest as live data
     created_at: str = "2025-01-02T03:04:05Z"
     heartbeat_at: str = "2025-01-02T04:05:06Z"
+    sweep: str | None = None  # the sweep the run belongs to (Responder.sweeps holds its config)
 
     def node(self) -> dict[str, Any]:
         """The run as the server returns it for wandb's RunFragment."""
         last = max((r["_step"] for r in self.rows), default=-1)
         return {
             "projectId": 1, "id": f"UnVuOnYx{self.id}", "tags": list(self.tags), "name": self.id,
-            "displayName": self.display_name, "sweepName": None, "state": self.state,
+            "displayName": self.display_name, "sweepName": self.sweep, "state": self.state,
             "config": json.dumps({k: {"value": v, "desc": None} for k, v in self.config.items()}),
             "group": self.group, "jobType": self.job_type, "commit": self.commit, "readOnly": False,
             "createdAt": self.created_at, "heartbeatAt": self.heartbeat_at, "description": None,
@@ -61,8 +62,10 @@ class ServedRun:
 class Responder:
     """Serve `runs` (keyed by (entity, project)) until `close()`."""
 
-    def __init__(self, runs: dict[tuple[str, str], list[ServedRun]]) -> None:
+    def __init__(self, runs: dict[tuple[str, str], list[ServedRun]],
+                 sweeps: dict[str, dict[str, Any]] | None = None) -> None:
         self.runs = runs
+        self.sweeps = sweeps or {}  # sweep id → its config (served as the YAML text W&B stores)
         self.operations: list[tuple[str, dict[str, Any]]] = []
         self.downloads: list[str] = []
         self.rate_limit: dict[str, int] = {}  # operation → how many more 429s to send
@@ -136,6 +139,20 @@ class Responder:
     def op_Run(self, v: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         run = self._find(v["entity"], v["project"], v["name"])
         return {"project": {"run": run.node() if run else None}}
+
+    def op_GetSweep(self, v: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        """wandb's SweepFragment; `config` is the sweep's YAML as the server stores it."""
+        import yaml
+
+        config = self.sweeps.get(v["name"])
+        if config is None:
+            return {"project": {"sweep": None}}
+        return {"project": {"sweep": {
+            "__typename": "Sweep", "id": f"U3dlZXA6{v['name']}", "name": v["name"],
+            "displayName": v["name"], "method": config.get("method", "grid"), "state": "FINISHED",
+            "description": None, "bestLoss": None, "config": yaml.safe_dump(config),
+            "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-01T00:00:00Z",
+            "runCount": 1, "runCountExpected": None}}}
 
     def op_RunHistoryKeys(self, v: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         run = self._find(v["entity"], v["project"], v["name"])
