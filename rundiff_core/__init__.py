@@ -54,6 +54,12 @@ _EXPORTS: dict[str, str] = {
     "is_seed_key": "engines.arms",
     "is_identity_key": "engines.arms",
     "AdapterSpec": "registry",
+    "Claimed": "layouts",
+    "LayoutFolder": "layouts",
+    "LayoutMeta": "layouts",
+    "LayoutRun": "layouts",
+    "LayoutSpec": "layouts",
+    "layouts_in_order": "plugins",
     "Claim": "registry",
     "OptionSpec": "registry",
     "ProjectClaim": "registry",
@@ -104,12 +110,17 @@ __all__ = [
     "AmbiguousSourceError",
     "BaseSource",
     "Claim",
+    "Claimed",
     "Folder",
     "HISTORY_COLUMNS",
     "HistoryColumns",
     "InputError",
     "JsonlResult",
     "FlatJsonl",
+    "LayoutFolder",
+    "LayoutMeta",
+    "LayoutRun",
+    "LayoutSpec",
     "MetricNotFoundError",
     "MissingDependencyError",
     "OptionSpec",
@@ -147,6 +158,7 @@ __all__ = [
     "hookimpl",
     "is_identity_key",
     "is_seed_key",
+    "layouts_in_order",
     "load_run",
     "load_runs",
     "load_yaml_file",
@@ -228,6 +240,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     )
     from .fleet import storage as fleet_storage
     from .hookspecs import hookimpl
+    from .layouts import Claimed, LayoutFolder, LayoutMeta, LayoutRun, LayoutSpec
     from .model import (
         HISTORY_COLUMNS,
         HistoryColumns,
@@ -249,6 +262,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
+    from .plugins import layouts_in_order
     from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim
     from .render.formats import ReporterSpec

@@ -29,6 +29,19 @@ def rundiff_register_adapters(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
+def rundiff_register_layouts(register: Callable[[Any], None]) -> None:
+    """Register folder layouts the `local:` adapter reads (rundiff_core.layouts).
+
+    Called once when the plugin manager loads, after `rundiff_register_adapters`. Call
+    `register(LayoutSpec(name, module, summary, priority, one_run))` once per layout; `module` is
+    the dotted name of a module with `claim(folder)`, `meta(run)`, `history(run)` (and optionally
+    `claim_file(path)`, `DIRECTIONS`), imported only when a path is read. A name another plugin
+    registered raises `PluginError` and the whole plugin is dropped. rundiff's own layouts come
+    through this hook from the `local` plugin. Return value is ignored.
+    """
+
+
+@hookspec
 def rundiff_sniff_path(path: str) -> Any:
     """Say whether this plugin's adapter recognises a bare path.
 

@@ -279,6 +279,10 @@ class Run:
                 got.attrs.pop("fidelity", None)
             for text in notes or ():
                 self.note(text)
+            # which file each key came from, where a run is read from several (`local:` layouts)
+            key_files = None if isinstance(got, HistoryColumns) else got.attrs.pop("key_files", None)
+            if key_files:
+                self.meta.setdefault("key_files", {}).update(key_files)
         self._cache[wanted] = got
         return got
 

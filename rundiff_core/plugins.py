@@ -31,6 +31,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError, RundiffError
+from .layouts import LayoutRegistry, LayoutSpec
 from .registry import AdapterRegistry, AdapterSpec
 from .render.formats import ReporterRegistry, ReporterSpec
 
@@ -64,6 +65,7 @@ class PluginInfo:
     builtin: bool
     hooks: list[str] = field(default_factory=list)
     adapters: list[str] = field(default_factory=list)
+    layouts: list[str] = field(default_factory=list)
     reporters: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
@@ -102,6 +104,7 @@ class Plugins:
         self.pm.add_hookspecs(hookspecs)
         self.registry = AdapterRegistry()
         self.reporters = ReporterRegistry()
+        self.layouts = LayoutRegistry()
         self.errors: list[str] = []
         self.info: dict[str, PluginInfo] = {}
         self.skipped: list[dict[str, str]] = []
@@ -247,6 +250,14 @@ class Plugins:
                 f"{', '.join(s + ':' for s in spec.schemes)}; priority {spec.priority})"
             )
 
+        def register_layout(spec: LayoutSpec) -> None:
+            if isinstance(spec, LayoutSpec):
+                spec = replace(spec, plugin=name, builtin=builtin)
+            self.layouts.register(spec)
+            info.layouts.append(spec.name)
+            self.trace(f"plugin '{name}' registered layout '{spec.name}' (priority "
+                       f"{spec.priority}, module {spec.module})")
+
         def register_reporter(spec: ReporterSpec) -> None:
             if isinstance(spec, ReporterSpec):
                 spec = replace(spec, plugin=name, builtin=builtin)
@@ -256,6 +267,7 @@ class Plugins:
                        f"{', '.join(spec.commands)}")
 
         for hook, what, reg in (("rundiff_register_adapters", "adapters", register),
+                                ("rundiff_register_layouts", "layouts", register_layout),
                                 ("rundiff_register_reporters", "reporters", register_reporter)):
             impl = getattr(plugin, hook, None)
             if impl is None:
@@ -264,6 +276,7 @@ class Plugins:
             if not self._guarded(name, package, f"registering {what}",
                                  functools.partial(impl, register=reg), skip_hint):
                 self.registry.unregister_plugin(name)
+                self.layouts.unregister_plugin(name)
                 self.reporters.unregister_plugin(name)
                 self.pm.unregister(plugin)
                 return False
@@ -310,6 +323,7 @@ class Plugins:
         if plugin is not None:
             self.pm.unregister(plugin)
         self.registry.unregister_plugin(name)
+        self.layouts.unregister_plugin(name)
         self.reporters.unregister_plugin(name)
         self.info.pop(name, None)
 
@@ -345,7 +359,8 @@ class Plugins:
     def describe(self, *, all_plugins: bool = False) -> list[dict[str, Any]]:
         """Plugin rows for `rundiff plugins` (third-party only unless all_plugins).
 
-        Keys: name, module, package, version, builtin, hooks, adapters, reporters, commands.
+        Keys: name, module, package, version, builtin, hooks, adapters, layouts, reporters,
+        commands.
         """
         rows = []
         for info in sorted(self.info.values(), key=lambda i: (not i.builtin, i.name)):
@@ -360,6 +375,7 @@ class Plugins:
                     "builtin": info.builtin,
                     "hooks": info.hooks,
                     "adapters": info.adapters,
+                    "layouts": info.layouts,
                     "reporters": info.reporters,
                     "commands": info.commands,
                 }
@@ -434,6 +450,11 @@ class _Stderr:
 
     def write(self, text: str) -> int:
         return sys.stderr.write(text)
+
+
+def layouts_in_order() -> LayoutRegistry:
+    """The layouts every loaded plugin registered (`rundiff_register_layouts`), for `local:`."""
+    return get_plugins().layouts
 
 
 def get_plugins() -> Plugins:

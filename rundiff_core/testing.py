@@ -5,6 +5,9 @@
   sniffing (its own run, and not other adapters' runs), listing, full histories (value by value,
   steps and times), config/summary round-trips, read-only access, truncated and corrupt input,
   unknown run ids and the arm hooks (`seed_siblings`, `collection`). One bar for every adapter. Guide: docs/plugins/testing.md.
+- `LayoutContract`: the same bar for a folder layout of `local:` (rundiff_core.layouts); its
+  `written_layout` fixture returns a `WrittenLayout`: a folder the framework wrote, and what must
+  be read from it (counted independently of rundiff).
 - `isolated_plugins` fixture and `registered_plugin(...)` context manager.
 - `run_cli(argv)` (the `rundiff` command in-process), `sniff_path` / `collect_claims` (who claims
   a path) and `get_plugins()` (what loaded), so a plugin's tests need no deeper core import.
@@ -40,6 +43,8 @@ from .source import BaseSource
 __all__ = [
     "AdapterContract",
     "CorruptRun",
+    "LayoutContract",
+    "WrittenLayout",
     "InMemorySource",
     "WrittenRun",
     "assert_history_equal",
@@ -515,3 +520,92 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     return a == b or str(a) == str(b)
 
+
+
+# -- layouts ------------------------------------------------------------------------------------
+@dataclass
+class WrittenLayout:
+    """A folder a framework wrote and what `local:` must read from it: the layout that claims it,
+    how many runs it holds, and per run (by its path relative to `path`, "." for the folder
+    itself) points per key, last values, config entries (dotted keys) and declared goals. The
+    figures must come from the files independently of rundiff."""
+
+    path: str
+    layout: str
+    runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    n_runs: int | None = None  # default: len(runs)
+
+
+class LayoutContract:
+    """Subclass with `layout = "name"` and a `written_layout` fixture returning a WrittenLayout."""
+
+    layout = ""
+
+    def _runs(self, w: WrittenLayout) -> dict[str, Run]:
+        from .resolve import open_source
+
+        source = open_source(f"local:{w.path}")
+        out = {}
+        for ref in source.list_runs():
+            run = source.load_run(ref)
+            rel = os.path.relpath(run.meta["path"].split("#", 1)[0], w.path)
+            out[rel] = run
+        return out
+
+    def test_layout_is_registered(self, written_layout: WrittenLayout) -> None:
+        from .plugins import layouts_in_order
+
+        assert self.layout and layouts_in_order().get(self.layout) is not None, self.layout
+
+    def test_claims_its_folder(self, written_layout: WrittenLayout) -> None:
+        runs = self._runs(written_layout)
+        want = written_layout.n_runs if written_layout.n_runs is not None else len(written_layout.runs)
+        assert len(runs) == want, sorted(runs)
+        claimed = {r.meta["layout"] for r in runs.values()}
+        assert self.layout in claimed, claimed
+        for rel in written_layout.runs:
+            assert rel in runs and runs[rel].meta["layout"] == self.layout, (rel, sorted(runs))
+
+    def test_detection_names_the_layout(self, written_layout: WrittenLayout) -> None:
+        claims = collect_claims(written_layout.path)
+        local = [c.claim for c in claims if c.spec.name == "local"]
+        assert local and self.layout in local[0].reason, claims
+
+    def test_every_point_and_value(self, written_layout: WrittenLayout) -> None:
+        runs = self._runs(written_layout)
+        for rel, want in written_layout.runs.items():
+            run = runs[rel]
+            for key, n in (want.get("points") or {}).items():
+                assert key in run.metric_keys(), (rel, key, run.metric_keys()[:20])
+                assert run.point_count(key) == n, (rel, key, run.point_count(key), n)
+            for key, v in (want.get("last") or {}).items():
+                got = run.last_value(key)
+                assert got == v or (math.isnan(got) and math.isnan(v)) or math.isclose(
+                    got, v, rel_tol=1e-6), (rel, key, got, v)
+            flat = run.flat_config
+            for key, v in (want.get("config") or {}).items():
+                assert flat.get(key) == v, (rel, key, flat.get(key), v)
+            goals = run.meta.get("goals") or {}
+            for key, g in (want.get("goals") or {}).items():
+                assert goals.get(key, {}).get("goal") == g, (rel, key, goals.get(key))
+
+    def test_says_which_file_each_key_came_from(self, written_layout: WrittenLayout) -> None:
+        for run in self._runs(written_layout).values():
+            if run.metric_keys():
+                assert any(n.startswith("layout: ") for n in run.fidelity), run.fidelity
+                files = run.meta.get("key_files")
+                if files:
+                    assert set(files) <= set(run.metric_keys()) | set(files), files
+
+    def test_read_only(self, written_layout: WrittenLayout) -> None:
+        before = hash_tree(written_layout.path)
+        for run in self._runs(written_layout).values():
+            run.history()
+        assert hash_tree(written_layout.path) == before
+
+    def test_does_not_claim_an_empty_folder(self, tmp_path) -> None:
+        from .layouts import LayoutFolder
+        from .plugins import layouts_in_order
+
+        module = layouts_in_order().module(self.layout)
+        assert module.claim(LayoutFolder(str(tmp_path), [], [])) is None

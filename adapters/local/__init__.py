@@ -1,6 +1,7 @@
-"""The local-file adapter's hooks: run logs on disk, by named layout or by sniffing their content.
+"""The local-file adapter's hooks: run logs on disk, by layout or by sniffing their content.
 
-What is recognised, in order, is `discover.LAYOUTS` (documented in docs/local.md).
+Its built-in layouts (`layouts/__init__.py`) register through `rundiff_register_layouts` like a
+third party's; detection order is documented in docs/local.md (generated from the registry).
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ def rundiff_register_adapters(register):
             "Up, SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
         )
     )
+
+
+@hookimpl
+def rundiff_register_layouts(register):
+    from .layouts import BUILTIN
+
+    for spec in BUILTIN:
+        register(spec)
 
 
 @hookimpl

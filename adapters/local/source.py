@@ -1,8 +1,9 @@
 """LocalSource: runs found on disk by layout (named or sniffed), read in full, inference said.
 
-`discover` decides which files form which run; `layouts.READERS` reads each layout. The source
-adds what every layout shares: names, seeds (config key, else `seed-N`/`_sN` in the name) and
-the seed siblings that make an arm (rundiff redacts every run where it leaves the source).
+`discover` decides which files form which run; the layout that claimed it (rundiff_core.layouts,
+found in the plugin registry) reads it. The source adds what every layout shares: names, seeds
+(config key, else `seed-N`/`_sN` in the name), the directions a layout declares, and the seed
+siblings that make an arm (rundiff redacts every run where it leaves the source).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from rundiff_core import (
     flatten,
     is_identity_key,
     is_seed_key,
+    layouts_in_order,
     seed_from_config,
 )
 
 from .discover import RunSpec, discover
-from .layouts import READERS, Meta, seed_from_name, strip_seed
+from .layouts.common import Meta, seed_from_name, strip_seed
 
 _OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
@@ -87,7 +89,7 @@ class LocalSource(BaseSource):
     def _load_meta(self, spec: RunSpec) -> Meta:
         meta = self._meta.get(spec.path)
         if meta is None:
-            meta = self._meta[spec.path] = READERS[spec.layout][0](spec)
+            meta = self._meta[spec.path] = layouts_in_order().module(spec.layout).meta(spec)
         return meta
 
     def load_run(self, ref: RunRef) -> Run:
@@ -114,12 +116,19 @@ class LocalSource(BaseSource):
             meta={"path": spec.path, "layout": spec.layout,
                   "files": [os.path.basename(f) for f in spec.files], **m.meta},
         )
+        goals = {k: {"goal": g, "source": m.goal_sources.get(k, f"the {spec.layout} layout")}
+                 for k, g in m.goals.items()}
+        if goals:
+            run.meta["goals"] = {**goals, **run.meta.get("goals", {})}
         return self.bind(run, ref)
 
     def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
         spec = self._spec(ref)
-        frame, notes = READERS[spec.layout][1](spec)
+        frame, notes = layouts_in_order().module(spec.layout).history(spec)
+        key_files = frame.attrs.get("key_files")
         out = filter_keys(frame, keys)
+        if key_files:
+            out.attrs["key_files"] = key_files
         out.attrs["fidelity"] = notes
         return out
 

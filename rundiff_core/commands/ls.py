@@ -31,6 +31,10 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
             keys.append({"key": key, "points": int(len(steps)),
                          "first_step": float(np.nanmin(steps)) if len(steps) else math.nan,
                          "last_step": float(np.nanmax(steps)) if len(steps) else math.nan})
+        files = run.meta.get("key_files") or {}  # which file each key came from (several files)
+        for k in keys:
+            if k["key"] in files:
+                k["file"] = files[k["key"]]
         row["keys"] = keys
         row["points"] = run.n_points()
     row["fidelity"] = list(run.fidelity)
@@ -87,8 +91,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         print(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
+        several = len({k.get("file") for k in row.get("keys", [])} - {None}) > 1
         for k in row.get("keys", []):
-            print(f"  {k['key']}: {k['points']} points, steps {fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}")
+            where = f" ({k['file']})" if several and k.get("file") else ""
+            print(f"  {k['key']}: {k['points']} points, steps "
+                  f"{fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}{where}")
         if "tasks" in row and "pass_k" in row:
             print("\n".join(_agent_lines(row)))
         for note in row["fidelity"]:

@@ -323,18 +323,19 @@ def test_bare_path_is_detected_as_local(realdata, capsys):
 
 
 def test_docs_list_every_layout_in_detection_order():
-    """docs/local.md's order table is discover.LAYOUTS; docs/addresses.md has a row for each."""
+    """docs/local.md's order table is the layout registry's, generated (layout_table_markdown);
+    docs/addresses.md has a row for each."""
     import re
 
-    from rundiff_adapters.local.discover import LAYOUTS
+    from rundiff_core import layouts_in_order
+    from rundiff_core.layouts import layout_table_markdown
 
+    specs = layouts_in_order().ordered()
     root = Path(__file__).resolve().parents[2] / "docs"
     text = (root / "local.md").read_text()
-    table = re.findall(r"^\| (\d+) \| `([\w-]+)` \|", text, re.M)
-    assert [name for _, name in table] == [name for name, _ in LAYOUTS]
-    assert [int(n) for n, _ in table] == list(range(1, len(LAYOUTS) + 1))
+    assert layout_table_markdown(specs) in text, "regenerate the table: layout_table_markdown()"
     rows = re.findall(r"^\| 100 · (\d+) \| local — ", (root / "addresses.md").read_text(), re.M)
-    assert [int(n) for n in rows] == list(range(1, len(LAYOUTS) + 1))
+    assert [int(n) for n in rows] == list(range(1, len(specs) + 1))
 
 
 def test_dvclive_files_written_by_dvclive(tmp_path):

@@ -13,7 +13,8 @@ from rundiff_core.plugins import DEFAULT_PLUGINS, HOOK_NAMES
 from rundiff_core.registry import AdapterSpec, Claim
 from rundiff_core.testing import registered_plugin
 
-PLUGIN_KEYS = {"name", "module", "package", "version", "builtin", "hooks", "adapters", "reporters", "commands"}
+PLUGIN_KEYS = {"name", "module", "package", "version", "builtin", "hooks", "adapters", "layouts",
+               "reporters", "commands"}
 
 
 def _json(capsys) -> object:

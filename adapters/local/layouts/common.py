@@ -1,0 +1,92 @@
+"""What the layouts share: reading JSON and YAML with notes, a folder's config files, scalars of
+a nested mapping, and the seed rule on file and folder names."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from rundiff_core import LayoutMeta, flatten, seed_stem
+from rundiff_core import seed_from_name as _seed_from_name
+
+Meta = LayoutMeta  # the name the layouts were written with
+MAX_JSON_BYTES = 512 << 20
+CONFIG_FILES = ("config.json", "config.yaml", "config.yml", "hparams.yaml", "params.yaml",
+                "args.json", "variant.json", "params.json")
+
+
+def _stem(name: str) -> str:
+    """A log file's name without its extension (`ppo_s3.log` → `ppo_s3`); folders unchanged."""
+    return os.path.splitext(name)[0] if "." in name[-6:] else name
+
+
+def seed_from_name(name: str) -> int | None:
+    """`seed-3`, `seed_3`, `seed3`, `ppo_s3` → 3: the one seed rule (rundiff_core.seed_from_name)
+    on the folder name or file stem."""
+    return _seed_from_name(_stem(name))
+
+
+def strip_seed(name: str) -> str:
+    """The arm part of a run name: `ppo_s3` → `ppo`, `run-seed_2` → `run`."""
+    return seed_stem(_stem(name)) or name
+
+
+def read_json(path: str, notes: list[str]) -> Any:
+    name = os.path.basename(path)
+    try:
+        if os.path.getsize(path) > MAX_JSON_BYTES:
+            notes.append(f"{name}: larger than {MAX_JSON_BYTES >> 20} MiB; not read")
+            return None
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (ValueError, UnicodeDecodeError, RecursionError, OSError) as exc:
+        notes.append(f"{name}: not valid JSON ({str(exc)[:80]}); skipped")
+        return None
+
+
+def read_yaml(path: str, notes: list[str]) -> Any:
+    from rundiff_core import YamlRefused, load_yaml_file
+
+    try:
+        return load_yaml_file(path)
+    except YamlRefused as exc:
+        notes.append(str(exc))
+    except Exception as exc:  # malformed YAML: PyYAML raises many types
+        notes.append(f"{os.path.basename(path)}: unreadable YAML ({type(exc).__name__}); ignored")
+    return None
+
+
+def read_config_files(folder: str, names: tuple[str, ...] = CONFIG_FILES) -> tuple[dict, list[str]]:
+    """A run's config from the config files beside it, each named in a note."""
+    config: dict[str, Any] = {}
+    notes: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        data = read_json(path, notes) if name.endswith(".json") else read_yaml(path, notes)
+        if isinstance(data, dict):
+            config.update(data)
+            notes.append(f"{name} → config")
+        elif data is not None:
+            notes.append(f"{name}: not a mapping; ignored")
+    return config, notes
+
+
+def scalars(d: dict[str, Any], sep: str = "/") -> dict[str, Any]:
+    """The scalar leaves of a nested mapping, keys joined with `sep`."""
+    return {k: v for k, v in flatten(d, sep=sep).items()
+            if isinstance(v, int | float | str | bool) or v is None}
+
+
+def numbers(d: dict[str, Any], sep: str = "/") -> dict[str, float]:
+    return {k: v for k, v in scalars(d, sep).items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def subdirs(path: str) -> list[str]:
+    try:
+        return sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
+    except OSError:
+        return []
