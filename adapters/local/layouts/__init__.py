@@ -23,6 +23,10 @@ BUILTIN = (
     LayoutSpec("dvclive", f"{_PKG}.dvclive",
                "a `dvclive/` folder with `metrics.json` or `plots/`, or `dvclive.json`",
                priority=40, one_run="the folder holding `dvclive/`"),
+    LayoutSpec("raytune", f"{_PKG}.raytune",
+               "Ray Tune trial folders: `result.json` (JSON lines) beside `params.json` "
+               "(`progress.csv`)",
+               priority=45, one_run="one trial folder (the experiment folder is its collection)"),
     LayoutSpec("spinningup", f"{_PKG}.spinningup",
                "`progress.txt`/`progress.csv` beside `config.json` (garage, rllab: "
                "`variant.json`/`params.json`)",
@@ -32,6 +36,25 @@ BUILTIN = (
     LayoutSpec("lm-eval", f"{_PKG}.lmeval",
                "JSON files opening with `{\"results\": {`, `results_*.json`",
                priority=70, one_run="a folder of results files (one model)"),
+    LayoutSpec("ultralytics", f"{_PKG}.ultralytics",
+               "Ultralytics YOLO `results.csv` beside `args.yaml` (v8+) or `opt.yaml` (v5), with "
+               "the TensorBoard file beside them",
+               priority=72, one_run="one train folder (results.csv and its events file together)"),
+    LayoutSpec("timm", f"{_PKG}.timm", "timm `summary.csv` beside `args.yaml`",
+               priority=74, one_run="one output/train/<experiment> folder"),
+    LayoutSpec("detectron2", f"{_PKG}.detectron2",
+               "Detectron2 `metrics.json` (JSON lines) beside `config.yaml` or `log.txt`",
+               priority=78, one_run="one output folder (every launch appended to it)"),
+    LayoutSpec("mmengine", f"{_PKG}.mmengine",
+               "mmengine / OpenMMLab 2.x `<timestamp>/vis_data/scalars.json` (+ the work dir's "
+               "`.py` config, read as text)",
+               priority=80, one_run="one work dir (its launches together)"),
+    LayoutSpec("mmdet-log", f"{_PKG}.mmdet_log",
+               "mmcv / mmdetection 2.x `*.log.json` (JSON lines with `mode` train/val)",
+               priority=82, one_run="one work dir"),
+    LayoutSpec("keras-history", f"{_PKG}.keras_history",
+               "Keras `history.history` dumped as JSON (`{\"loss\": [...], \"val_loss\": [...]}`)",
+               priority=84, one_run="each history file"),
     LayoutSpec("files", f"{_PKG}.files",
                "sniffed tabular logs, Keras `CSVLogger` files, `*results*.json`, `*meta*.json`, "
                "`eval*.csv`, `metrics.csv`",
