@@ -270,25 +270,13 @@ def markdown_to_html(text: str) -> str:
     return _to_html(text)
 
 
-def ls_rows(addresses: Sequence[str], points: bool) -> list[dict[str, Any]]:
-    """What `rundiff ls --format json` prints (commands/ls.py)."""
-    from rundiff_core.commands.ls import summarize
+def ls_listing(addresses: Sequence[str], points: bool) -> tuple[list[dict[str, Any]], str]:
+    """What `rundiff ls` prints: (the JSON rows, the text) — commands/ls.py's own builders."""
+    from rundiff_core.commands.ls import listing, text_lines
 
-    return [summarize(r, points) for src in addresses for r in load_runs(src)]
-
-
-def ls_markdown(rows: list[dict[str, Any]]) -> str:
-    """What `rundiff ls` prints (the same lines as commands/ls.py)."""
-    from rundiff_core.render import fmt_step
-
-    out = []
-    for row in rows:
-        out.append(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
-        for k in row.get("keys", []):
-            out.append(f"  {k['key']}: {k['points']} points, steps "
-                       f"{fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}")
-        out += [f"  note: {note}" for note in row["fidelity"]]
-    return "".join(line + "\n" for line in out)
+    rows, headers = listing(list(addresses), points)
+    _checked(r["address"] for r in rows)
+    return rows, "".join(line + "\n" for line in text_lines(rows, headers))
 
 
 def detect_path(path: str) -> tuple[dict[str, Any], str]:

@@ -56,9 +56,11 @@ def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
         )
     claims = collect_claims(path, plugins)
     if not claims:
+        deeper = ("`rundiff ls PATH` searches a folder as deep as its runs are and lists every "
+                  "store it finds; or " if os.path.isdir(path) else "")
         raise UnrecognizedSourceError(
             f"no adapter recognises {path}",
-            hint="give a scheme explicitly; known schemes: "
+            hint=deeper + "give a scheme explicitly; known schemes: "
             + ", ".join(f"{s}:" for s in plugins.registry.schemes),
         )
     best = claims[0]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .address import Address, parse_address
 from .detect import detect_project, sniff_path
-from .errors import AddressError, InputError, UsageError
+from .errors import AddressError, InputError, UnrecognizedSourceError, UsageError
 from .plugins import Plugins, get_plugins
 from .redact import redacted_errors, redacted_source
 from .registry import AdapterSpec
@@ -77,7 +77,13 @@ def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
                     + " (or a path to sniff)",
                 )
     if spec is None:
-        winner = sniff_path(address.locator, plugins)
+        try:
+            winner = sniff_path(address.locator, plugins)
+        except UnrecognizedSourceError:
+            store = _one_store_below(address.locator, plugins)
+            if store is None:
+                raise
+            return open_source(store, plugins)
         spec = winner.spec
         locator = winner.claim.locator or address.locator
         address = Address(f"{spec.schemes[0]}:{locator}", spec.schemes[0], locator)
@@ -92,6 +98,40 @@ def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
         return hit
     with redacted_errors():
         return redacted_source(source_cls(address))
+
+
+def _one_store_below(path: str, plugins: Plugins | None) -> str | None:
+    """The address of the one store a folder holds deeper than a sniff looks (rundiff_core.tree),
+    None when it holds none; several stores are a usage error naming them (`expand_stores`
+    takes them all where a command reads many runs)."""
+    if not os.path.isdir(path):
+        return None
+    from .tree import search_tree
+
+    found = search_tree(path, plugins)
+    stores = [s for s in found.stores if s.refs]
+    if len(stores) == 1:
+        return stores[0].address
+    if len(stores) > 1:
+        raise UsageError(f"{path} holds {len(stores)} stores deeper down: "
+                         + "; ".join(found.summary_lines()[:4]),
+                         hint="name one: " + ", ".join(s.address for s in stores[:4])
+                         + ("" if len(stores) <= 4 else ", …"))
+    return None
+
+
+def expand_stores(raw: str, plugins: Plugins | None = None) -> list[str]:
+    """`raw`, or — for a bare folder no adapter claims — the address of every store below it."""
+    if parse_address(raw).scheme is not None or not os.path.isdir(raw):
+        return [raw]
+    try:
+        sniff_path(raw, plugins)
+        return [raw]
+    except UnrecognizedSourceError:
+        from .tree import search_tree
+
+        stores = [s.address for s in search_tree(raw, plugins).stores if s.refs]
+        return stores or [raw]
 
 
 def load_runs(raw: str, plugins: Plugins | None = None) -> list[Run]:

@@ -114,8 +114,8 @@ class Tools:
     # -- tools -----------------------------------------------------------------------------------
     def ls(self, addresses: list[str]) -> Answer:
         def build() -> tuple[str, dict[str, Any]]:
-            rows = _bridge.ls_rows(addresses, points=True)
-            return _bridge.ls_markdown(rows), {"runs": _bridge.as_json(rows)}
+            rows, text = _bridge.ls_listing(addresses, points=True)
+            return text, {"runs": _bridge.as_json(rows)}
 
         return self._answer("ls", list(addresses), "list one run or a smaller folder", build)
 

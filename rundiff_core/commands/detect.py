@@ -49,11 +49,29 @@ def run(args: argparse.Namespace) -> int:
         address = f"{best.spec.schemes[0]}:{best.claim.locator or args.path}"
     except RundiffError as exc:
         error = exc.message if not exc.hint else f"{exc.message} (hint: {exc.hint})"
+    deeper = None
+    if not claims and os.path.isdir(args.path):  # runs deeper than a sniff looks
+        from ..tree import as_rows, search_tree
+
+        deeper = search_tree(args.path, plugins)
     if args.format == "json":
         print(dumps({"path": args.path, "claims": rows, "winner": winner, "address": address,
-                     "error": error}))
+                     "error": error, "deeper": as_rows(deeper) if deeper else None}))
     else:
         for r in rows:
             print(f"claim: {r['adapter']} (priority {r['priority']}): {r['reason']}")
-        print(f"winner: {winner} → {address}" if winner else f"winner: none — {error}")
-    return 0 if winner else 2
+        if winner:
+            print(f"winner: {winner} → {address}")
+        elif deeper is not None and deeper.n_runs:
+            print(f"winner: none at {args.path} itself; found deeper ({deeper.folders} folders "
+                  f"searched):")
+            for line in deeper.summary_lines():
+                print(f"  {line}")
+            for store in [s for s in deeper.stores if s.refs][:5]:
+                print(f"  address: {store.address}")
+            print(f"  `rundiff ls {args.path}` lists them all")
+        else:
+            print(f"winner: none — {error}")
+            for line in deeper.summary_lines() if deeper else ():
+                print(f"  {line}")
+    return 0 if winner or (deeper is not None and deeper.n_runs) else 2

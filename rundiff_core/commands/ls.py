@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..render import dumps, fmt_step
@@ -79,25 +81,71 @@ def add_parser(sub: CommandHost) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..resolve import default_addresses, load_runs
+def _bare_folder(raw: str) -> bool:
+    from ..address import parse_address
 
-    sources = args.sources or default_addresses()
-    rows = [summarize(r, not args.no_points) for src in sources for r in load_runs(src)]
+    return parse_address(raw).scheme is None and os.path.isdir(raw)
+
+
+def _rows_of(src: str, with_points: bool, headers: list[str]) -> list[dict[str, Any]]:
+    """The runs an address names; a bare folder is searched as deep as its runs are
+    (rundiff_core.tree), every store below it listed, with a line per store kind."""
+    from ..resolve import load_runs, open_source
+
+    if not _bare_folder(src):
+        return [summarize(r, with_points) for r in load_runs(src)]
+    from ..tree import search_tree
+
+    found = search_tree(src)
+    if not found.n_runs:  # nothing readable below: the usual error (and its hint) says why
+        rows = [summarize(r, with_points) for r in load_runs(src)]
+        headers += found.summary_lines()
+        return rows
+    if len(found.stores) > 1 or found.exhausted or found.stores[0].path != os.path.abspath(src):
+        headers += found.summary_lines()
+    rows = []
+    for store in found.stores:
+        source = open_source(store.address)
+        for ref in store.refs:
+            row = summarize(source.load_run(ref), with_points)
+            row["store"] = store.address
+            rows.append(row)
+    return rows
+
+
+def listing(sources: list[str], with_points: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+    """(one row per run, the lines saying where a folder's stores were found): what `ls` prints
+    as JSON and as text (the MCP `ls` tool answers the same)."""
+    headers: list[str] = []
+    rows = [row for src in sources for row in _rows_of(src, with_points, headers)]
+    return rows, headers
+
+
+def text_lines(rows: list[dict[str, Any]], headers: Sequence[str] = ()) -> list[str]:
+    """The text of `ls`: where stores were found, then each run with its keys and notes."""
+    out = [f"# {line}" for line in headers]
+    for row in rows:
+        out.append(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
+        several = len({k.get("file") for k in row.get("keys", [])} - {None}) > 1
+        for k in row.get("keys", []):
+            where = f" ({k['file']})" if several and k.get("file") else ""
+            out.append(f"  {k['key']}: {k['points']} points, steps "
+                       f"{fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}{where}")
+        if "tasks" in row and "pass_k" in row:
+            out += _agent_lines(row)
+        out += [f"  note: {note}" for note in row["fidelity"]]
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..resolve import default_addresses
+
+    rows, headers = listing(args.sources or default_addresses(), not args.no_points)
     if emit("ls", args.format, lambda: rows):
         return 0
     if args.format == "json":
         print(dumps(rows))
         return 0
-    for row in rows:
-        print(f"{row['name']}  [{row['adapter']}, {row['status']}]  {row['address']}")
-        several = len({k.get("file") for k in row.get("keys", [])} - {None}) > 1
-        for k in row.get("keys", []):
-            where = f" ({k['file']})" if several and k.get("file") else ""
-            print(f"  {k['key']}: {k['points']} points, steps "
-                  f"{fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}{where}")
-        if "tasks" in row and "pass_k" in row:
-            print("\n".join(_agent_lines(row)))
-        for note in row["fidelity"]:
-            print(f"  note: {note}")
+    for line in text_lines(rows, headers):
+        print(line)
     return 0

@@ -80,11 +80,12 @@ NO_DIRECTION: tuple[tuple[str, str], ...] = (
      r"samples?|examples?|tokens?", "a counter or axis"),
     (r"lr\d*|learning rate", "the learning rate"),
     (r"time|times|runtime|duration|elapsed|wall|fps|sps|throughput|speed", "time or throughput"),
-    (r"std|stderr|sem|var|variance|ci|scale", "a spread or scale, not a quality"),
+    (r"std|stderr|sem|var|variance|ci|scale|delta", "a spread, scale or change, not a quality"),
 )
 """Names with these tokens and no vocabulary word have no direction; a spread (`acc_stderr`,
-`reward_std`) or scale (`loss_scale`) has none even beside a vocabulary word."""
-_SPREAD = re.compile(r"std|stderr|sem|var|variance|ci|scale")
+`reward_std`), scale (`loss_scale`) or change (Spinning Up's `DeltaLossPi`) has none even beside a
+vocabulary word."""
+_SPREAD = re.compile(r"std|stderr|sem|var|variance|ci|scale|delta")
 _NEG = "neg"  # scikit-learn's `neg_mean_squared_error`: a negated error, higher is better
 
 _SPLIT = re.compile(r"[/._\-(),:\s\[\]]+")
@@ -182,7 +183,7 @@ def vocabulary(metric: str) -> Direction:
     spread = next((t for t in toks if _SPREAD.fullmatch(t)), None)
     if spread is not None and (low or high):
         return Direction(metric, None, "no direction",
-                         f"'{spread}' names a spread or scale, not a quality")
+                         f"'{spread}' names a spread, scale or change, not a quality")
     if low is not None:
         if _NEG in toks:
             return Direction(metric, "max", "vocabulary",

@@ -63,6 +63,10 @@ HEURISTIC: tuple[Rule, ...] = (
          "losses and perplexity track the training objective (even on held-out data)"),
     Rule("downstream", r"^(eval|evaluation|test|testing|downstream|benchmark|bench)[/._-]",
          "eval/, test/ and downstream/ prefixes name evaluation results"),
+    Rule("downstream", r"(^|[/._-])(ep_?)?(rew(ard)?s?|ret(urn)?s?|success(_?rate)?)($|[/._-])"
+         r"|EpRet|EpRew|(Average|Test|Max|Min)?EpRet",
+         "an episode's return, reward or success rate is what reinforcement learning optimises "
+         "and is judged on"),
     Rule("proxy", r".", "anything else is computed during training: treated as a proxy"),
 )
 

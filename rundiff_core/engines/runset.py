@@ -39,9 +39,10 @@ def load_sources(
     the addresses of the runs named one by one (not listed by a collection)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..resolve import open_source
+    from ..resolve import expand_stores, open_source
 
-    opened = [(raw, open_source(raw)) for raw in sources]
+    # a bare folder no adapter claims stands for every store below it (rundiff_core.tree)
+    opened = [(raw, open_source(raw)) for given in sources for raw in expand_stores(given)]
     refs: list[Any] = []
     for raw, src in opened:
         listed = src.list_runs()

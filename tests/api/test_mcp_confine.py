@@ -147,7 +147,7 @@ def test_an_internal_error_is_an_error_answer_not_a_crash(tree: Path,
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("token=abcdef123456 division by zero")
 
-    monkeypatch.setattr(_bridge, "ls_rows", broken)
+    monkeypatch.setattr(_bridge, "ls_listing", broken)
     answer = Tools(Confinement.of([str(tree / "root")])).ls(["runs/exp-a"])
     assert answer.error and answer.data["error"]["type"] == "InternalError"
     assert "ZeroDivisionError" in answer.text and "abcdef123456" not in answer.text

@@ -47,7 +47,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "directions.md"
     # what has no direction, and what names none
     ("acc_stderr,none", None), ("reward_std", None), ("loss_scale", None), ("x/lr0", None),
     ("learning_rate", None), ("train_samples_per_second", None), ("hp_metric", None),
-    ("grad_norm", None), ("ClipFrac", None),
+    ("grad_norm", None), ("ClipFrac", None), ("DeltaLossPi", None),
     # a negated error (scikit-learn) is maximised
     ("neg_mean_squared_error", "max"),
 ])
