@@ -43,7 +43,8 @@ BUILTIN = (
     LayoutSpec("timm", f"{_PKG}.timm", "timm `summary.csv` beside `args.yaml`",
                priority=74, one_run="one output/train/<experiment> folder"),
     LayoutSpec("detectron2", f"{_PKG}.detectron2",
-               "Detectron2 `metrics.json` (JSON lines) beside `config.yaml` or `log.txt`",
+               "Detectron2 `metrics.json` (JSON lines) beside `config.yaml`, `log.txt` or "
+               "`last_checkpoint`",
                priority=78, one_run="one output folder (every launch appended to it)"),
     LayoutSpec("mmengine", f"{_PKG}.mmengine",
                "mmengine / OpenMMLab 2.x `<timestamp>/vis_data/scalars.json` (+ the work dir's "
@@ -51,7 +52,7 @@ BUILTIN = (
                priority=80, one_run="one work dir (its launches together)"),
     LayoutSpec("mmdet-log", f"{_PKG}.mmdet_log",
                "mmcv / mmdetection 2.x `*.log.json` (JSON lines with `mode` train/val)",
-               priority=82, one_run="one work dir"),
+               priority=82, one_run="each `*.log.json` (one launch, with its header's config)"),
     LayoutSpec("keras-history", f"{_PKG}.keras_history",
                "Keras `history.history` dumped as JSON (`{\"loss\": [...], \"val_loss\": [...]}`)",
                priority=84, one_run="each history file"),

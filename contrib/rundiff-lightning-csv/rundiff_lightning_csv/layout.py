@@ -36,12 +36,21 @@ def csv_header(path: str) -> list[str] | None:
     return [c.strip().strip('"') for c in text.split(",")]
 
 
+# A column that names what each row is (train/val rows of a long table): not CSVLogger's (it
+# writes one column per logged key), so a richer reading of such a file is not ours to hide.
+SPLIT_COLUMNS = {"type", "split", "phase", "mode", "stage"}
+
+
 def is_metrics_csv(path: str) -> bool:
-    """A CSVLogger metrics file: named metrics.csv and its header has a `step` column."""
+    """A CSVLogger metrics file, by Lightning's own signature: named metrics.csv, with an
+    `hparams.yaml` beside it, or with the `step` and `epoch` columns Lightning always writes —
+    and no column naming its rows (`type`, `split`, `phase`, `mode`, `stage`)."""
     if os.path.basename(path) != METRICS or not os.path.isfile(path):
         return False
     header = csv_header(path)
-    return header is not None and "step" in header
+    if header is None or "step" not in header or SPLIT_COLUMNS & {h.lower() for h in header}:
+        return False
+    return "epoch" in header or os.path.isfile(os.path.join(os.path.dirname(path), HPARAMS))
 
 
 def _has_tfevents(path: str) -> bool:

@@ -396,3 +396,24 @@ def test_reads_history_identically_from_folder_and_version(realdata, tmp_path):
     for version in ("version_0", "version_17"):
         assert_history_equal(by_id[version].history(), csv_history(logs / version / "metrics.csv"),
                              ordered=True)
+
+
+def test_claims_only_on_lightning_s_own_signature(tmp_path):
+    """A metrics.csv is CSVLogger's only with Lightning's `step` + `epoch` columns or an
+    hparams.yaml beside it; a long table whose `type` column names train/val rows is not ours: the
+    richer built-in reading (local:) must not be hidden behind this adapter."""
+    from rundiff_core.testing import sniff_path
+
+    def write(name: str, header: str, hparams: bool = False) -> Path:
+        folder = tmp_path / name / "version_0"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(header + "\n" + ",".join(["1"] * len(header.split(","))) + "\n")
+        if hparams:
+            (folder / "hparams.yaml").write_text("lr: 0.1\n")
+        return folder
+
+    assert sniff_path(str(write("lightning", "epoch,step,train_loss"))).spec.name == "lightning_csv"
+    assert sniff_path(str(write("hparams", "step,val_acc", hparams=True))).spec.name == "lightning_csv"
+    long_table = write("long", "epoch,step,type,loss,acc")
+    assert sniff_path(str(long_table)).spec.name == "local"
+    assert sniff_path(str(write("bare", "step,loss"))).spec.name == "local"
