@@ -14,6 +14,7 @@ NAME = "local"
 
 
 DETECT_LIMIT = 20  # runs enough to claim a path; the walk stops there
+OWNS_EVENTS_PRIORITY = 35  # ahead of tensorboard (40): see rundiff_sniff_path
 
 
 def find_runs(root: str, depth: int = 3, limit: int | None = None) -> list:
@@ -56,6 +57,11 @@ def rundiff_sniff_path(path):
     shown = ", ".join(f"{os.path.relpath(r.path, path)} ({r.layout})" for r in runs[:3])
     more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
     count = f"{len(runs)}+" if len(runs) >= DETECT_LIMIT else str(len(runs))
+    # a layout whose signature owns the TensorBoard file beside its own (Ultralytics' results.csv
+    # + events file: one run) outranks the tb adapter (40) for such folders only
+    if all("owns_events" in r.sniffs for r in runs) and any(r.sniffs["owns_events"] for r in runs):
+        return Claim(NAME, f"{count} run(s): {shown}{more}; their TensorBoard files are read "
+                     "with them", priority=OWNS_EVENTS_PRIORITY)
     return Claim(NAME, f"{count} run(s): {shown}{more}")
 
 

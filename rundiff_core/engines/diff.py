@@ -17,7 +17,7 @@ from ..errors import MetricNotFoundError, UsageError
 from ..model import Run
 from ..redact import redact
 from .arms import Arm, ArmRules, is_identity_key, is_seed_key
-from .directions import GoalRules, goal_rules
+from .directions import GoalRules, declared_headline, goal_rules
 from .jsonable import jsonable
 from .primary import skipped_text, uninformative
 from .selection import main_metric, natural_sorted
@@ -346,6 +346,9 @@ def _default_metric(a: Arm, b: Arm, keys_a: list[str], keys_b: list[str],
     """The main metric both runs log that carries information (`engines.primary`), and why."""
     shared = [k for k in keys_a if k in set(keys_b)]
     runs = [a.primary, b.primary]
+    declared = declared_headline(runs, shared)  # the framework's own pick of the best model
+    if declared is not None and uninformative(runs, declared[0]) is None:
+        return declared[0], f"declared by the runs: {declared[1]}"
     skipped = []
     while True:
         metric = main_metric(shared)

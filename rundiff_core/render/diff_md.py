@@ -48,6 +48,8 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
                "rundiff.toml": "from rundiff.toml"}.get(r.goal_source)
         goal = f"goal: {r.goal}" + (f", {how}" if how else "")
     out += ["", f"## Headline metric: {r.metric} ({goal})"]
+    if r.metric_rule.startswith("declared"):
+        out.append(f"_{r.metric} is the headline: {r.metric_rule}_")
     if r.goal_source == "declared":
         out.append(f"_{r.goal_reason}_")
     if r.headline_unavailable or r.headline_a is None or r.headline_b is None:

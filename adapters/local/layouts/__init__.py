@@ -40,7 +40,8 @@ BUILTIN = (
                "Ultralytics YOLO `results.csv` beside `args.yaml` (v8+) or `opt.yaml` (v5), with "
                "the TensorBoard file beside them",
                priority=72, one_run="one train folder (results.csv and its events file together)"),
-    LayoutSpec("timm", f"{_PKG}.timm", "timm `summary.csv` beside `args.yaml`",
+    LayoutSpec("timm", f"{_PKG}.timm", "timm `summary.csv` beside `args.yaml` (or alone, with timm's own "
+               "columns)",
                priority=74, one_run="one output/train/<experiment> folder"),
     LayoutSpec("detectron2", f"{_PKG}.detectron2",
                "Detectron2 `metrics.json` (JSON lines) beside `config.yaml`, `log.txt` or "
