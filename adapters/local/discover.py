@@ -10,6 +10,7 @@ folder form one run, and each text log is a run of its own. Sniffing reads a few
 from __future__ import annotations
 
 import os
+import re
 
 from rundiff_core import SNIFF_ENTRIES, LayoutFolder, LayoutRun, walk_dirs
 
@@ -19,6 +20,7 @@ from .layouts.files import is_result_file  # noqa: F401  (project detection uses
 MAX_FILES_PER_FOLDER = 5000  # files per folder considered at most (huge folders: first 5000 names)
 
 RunSpec = LayoutRun  # the name this module was written with
+_SNAPSHOT = re.compile(r"^(?:checkpoint-\d+|last-checkpoint)$")
 
 
 def _layouts():  # noqa: ANN202 - (spec, module) pairs in detection order
@@ -34,7 +36,9 @@ def claim_folder(folder: str, files: list[str], dirs: list[str]) -> tuple[list[R
     for _spec, module in _layouts():
         got = module.claim(view)
         if got is not None and got.runs:
-            return got.runs, set(got.consumed)
+            # a checkpoint snapshot inside a run folder is part of that run, whatever its layout
+            snapshots = {d for d in dirs if _SNAPSHOT.match(d)}
+            return got.runs, set(got.consumed) | snapshots
     return [], set()
 
 

@@ -85,6 +85,28 @@ def is_mlflow_sqlite(path: str) -> bool:
     return MLFLOW_TABLES <= names
 
 
+def _sqlite_stores(folder: str, limit: int = 16) -> list[str]:
+    """The MLflow sqlite databases directly in `folder` (`*.db`, `*.sqlite`), `mlflow.db` first."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith((".db", ".sqlite", ".sqlite3")))
+    except OSError:
+        return []
+    names.sort(key=lambda n: n != DEFAULT_DB)
+    return [p for p in (os.path.join(folder, n) for n in names[:limit]) if is_mlflow_sqlite(p)]
+
+
+def _run_count(path: str) -> int:
+    """How many runs an MLflow sqlite database holds (0 when it cannot say)."""
+    try:
+        conn = sqlite3.connect(sqlite_ro_uri(path), uri=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
 @dataclass(frozen=True)
 class Found:
     """What a path on disk turned out to be: a store, plus a selector it implies."""
@@ -109,9 +131,13 @@ def find_store(path: str) -> Found | None:
     sub = os.path.join(path, DEFAULT_DIR)
     if is_file_store(sub):  # MLflow's own default: ./mlruns with data wins over ./mlflow.db
         return Found("file", sub, "", f"folder holding an MLflow file store ({DEFAULT_DIR}/)")
-    db = os.path.join(path, DEFAULT_DB)
-    if is_mlflow_sqlite(db):
-        return Found("sqlite", db, "", f"folder holding an MLflow sqlite database ({DEFAULT_DB})")
+    dbs = _sqlite_stores(path)
+    if dbs:  # several databases side by side: the one with runs, `mlflow.db` first among equals
+        best = max(dbs, key=lambda d: (_run_count(d) > 0, os.path.basename(d) == DEFAULT_DB))
+        others = [os.path.basename(d) for d in dbs if d != best]
+        also = f"; also here: {', '.join(others)}" if others else ""
+        return Found("sqlite", best, "", f"folder holding an MLflow sqlite database "
+                     f"({os.path.basename(best)}{also})")
     parent = os.path.dirname(path)
     if is_run_dir(path):
         root = os.path.dirname(parent)
