@@ -78,6 +78,9 @@ _EXPORTS: dict[str, str] = {
     "load_yaml_plain": "parsing.yamlsafe",
     "load_yaml_file": "parsing.yamlsafe",
     "YamlRefused": "parsing.yamlsafe",
+    "load_yaml_config": "parsing.opaque",
+    "opaque_config": "parsing.opaque",
+    "is_opaque": "parsing.opaque",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
@@ -161,12 +164,15 @@ __all__ = [
     "layouts_in_order",
     "load_run",
     "load_runs",
+    "is_opaque",
+    "load_yaml_config",
     "load_yaml_file",
     "load_yaml_plain",
     "make_history",
     "normalize_reason",
     "numeric_column",
     "open_source",
+    "opaque_config",
     "open_sqlite_readonly",
     "parse_address",
     "parse_tool_schemas",
@@ -259,6 +265,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.jsonl_numeric import FlatJsonl, read_flat_jsonl
+    from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain

@@ -185,8 +185,9 @@ def search_tree(root: str, plugins: Plugins | None = None, *, max_folders: int =
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        if not inside_run(folder) and not holds_run(folder):
-            add_store(folder)
+        if not inside_run(folder) and not holds_run(folder) and not add_store(folder):
+            for f in _trajectory_folder(folder, plugins):  # loose exports nobody claims as a folder
+                add_store(f)
         for e in entries:  # single-file stores beside each other (mlflow.db, mlruns.db, …)
             if e.name.endswith(DB_SUFFIXES) and e.is_file() and not inside_run(e.path):
                 add_store(e.path)
@@ -210,8 +211,19 @@ def _trajectory_folder(path: str, plugins: Plugins) -> list[str]:
         return []
     logs = [f for f in files if f.lower().endswith(LOG_SUFFIXES)][:FILES_SNIFFED]
     claimed = [f for f in logs if f.lower().endswith(TRAJECTORY_SUFFIXES)
-               and _file_winner(f, plugins) == "trajectory"]
+               and _file_winner(f, plugins) == "trajectory" and _readable(f"traj:{f}", plugins)]
     return claimed if claimed and len(claimed) == len(logs) else []
+
+
+def _readable(address: str, plugins: Plugins) -> bool:
+    """The address lists runs (a claim by its head alone is not enough to hand a folder over:
+    an lm-eval results file without its samples is the trajectory adapter's to refuse)."""
+    from .resolve import open_source
+
+    try:
+        return bool(open_source(address, plugins).list_runs())
+    except RundiffError:
+        return False
 
 
 def _file_winner(path: str, plugins: Plugins) -> str | None:

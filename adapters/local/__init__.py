@@ -60,8 +60,8 @@ def rundiff_sniff_path(path):
     # a layout whose signature owns the TensorBoard file beside its own (Ultralytics' results.csv
     # + events file: one run) outranks the tb adapter (40) for such folders only
     if all("owns_events" in r.sniffs for r in runs) and any(r.sniffs["owns_events"] for r in runs):
-        return Claim(NAME, f"{count} run(s): {shown}{more}; their TensorBoard files are read "
-                     "with them", priority=OWNS_EVENTS_PRIORITY)
+        return Claim(NAME, f"{count} run(s): {shown}{more}; the TensorBoard files beside them "
+                     "belong to these runs", priority=OWNS_EVENTS_PRIORITY)
     return Claim(NAME, f"{count} run(s): {shown}{more}")
 
 

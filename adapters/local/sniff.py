@@ -26,6 +26,11 @@ STEP_NAMES = ("step", "global_step", "iteration", "iter", "epoch", "timestep", "
               "total_timesteps", "time/total_timesteps", "total-env-interacts", "_step")
 #: Columns that hold Unix time when their values look like it (else they stay metrics).
 TIME_NAMES = ("wall_time", "timestamp", "_timestamp", "time")
+#: Text columns that may name what each row of a long-format table is (`split,epoch,loss` with
+#: rows `train,…` and `val,…`): read as one key per (label, metric), `val/loss`, `train/loss`.
+SPLIT_NAMES = ("split", "phase", "stage", "mode", "type")
+MAX_SPLIT_LABELS = 8  # more distinct values than this is not a split, it is text
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,31}$")
 SNIFF_BYTES = 16 << 10
 SNIFF_LINES = 40
 KINDS = {"\t": "TSV", ",": "CSV", ";": "semicolon-separated text", "ws": "whitespace-delimited text",
@@ -190,6 +195,9 @@ class Columns:
     valid: list[np.ndarray]
     text: list[str]
     rows: int
+    #: the cells of text columns named like a split (SPLIT_NAMES) in delimited tables, None
+    #: where empty: `to_long` decides whether they name the rows
+    labels: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
@@ -204,7 +212,7 @@ def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
     elif sniff.kind == "ws":
         frame = _read_pandas(path, sniff, notes)
     if sniff.kind in ("\t", ",", ";", "ws"):
-        return frame_columns(frame), notes
+        return frame_columns(frame, labels=True), notes
     if sniff.kind == "jsonl":
         from rundiff_core import read_jsonl
 
@@ -289,7 +297,7 @@ def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str]) -> Columns | None
         notes.append(f"{os.path.basename(path)}: ragged or malformed rows "
                      f"({str(exc).splitlines()[0][:100]}); read row by row, bad rows skipped")
         return None
-    return _arrow_columns(table)
+    return _arrow_columns(table, labels=True)
 
 
 def _flatten_arrow(table: Any) -> Any:
@@ -300,17 +308,24 @@ def _flatten_arrow(table: Any) -> Any:
     return table.rename_columns([c.replace(".", "/") for c in table.column_names])
 
 
-def _arrow_columns(table: Any) -> Columns:
+def _is_split_name(name: str) -> bool:
+    return norm_name(name) in SPLIT_NAMES
+
+
+def _arrow_columns(table: Any, labels: bool = False) -> Columns:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names, values, valid, text = [], [], [], []
+    kept: dict[str, list[Any]] = {}
     for name, col in zip(table.column_names, table.columns, strict=True):
         typ = col.type
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
             head = col.slice(0, 200).drop_null().to_pylist()
             if any(not is_number(v) for v in head if v.strip()):
                 text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
+                if labels and _is_split_name(name):
+                    kept[str(name)] = col.to_pylist()
                 continue
             try:
                 col = pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
@@ -332,7 +347,7 @@ def _arrow_columns(table: Any) -> Columns:
         names.append(str(name))
         values.append(np.asarray(arr, dtype="float64"))
         valid.append(mask)
-    return Columns(names, values, valid, text, table.num_rows)
+    return Columns(names, values, valid, text, table.num_rows, kept)
 
 
 def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
@@ -355,8 +370,9 @@ def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
     return frame
 
 
-def frame_columns(frame: pd.DataFrame) -> Columns:
+def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
     names, values, valid, text = [], [], [], []
+    kept: dict[str, list[Any]] = {}
     for c in frame.columns:
         s = frame[c]
         if s.dtype.kind in "fiub":
@@ -372,6 +388,9 @@ def frame_columns(frame: pd.DataFrame) -> Columns:
             coerced = pd.to_numeric(s.where(present), errors="coerce")
             if not present.any() or (coerced.notna() | nan_text).sum() != present.sum():
                 text.append(str(c))
+                if labels and _is_split_name(str(c)):
+                    kept[str(c)] = [v if ok else None for v, ok in zip(s.tolist(), present.tolist(),
+                                                                       strict=True)]
                 continue
             arr = coerced.to_numpy(dtype="float64", na_value=np.nan)
             ok = present.to_numpy()
@@ -379,7 +398,7 @@ def frame_columns(frame: pd.DataFrame) -> Columns:
         names.append(str(c))
         values.append(arr)
         valid.append(ok)
-    return Columns(names, values, valid, text, len(frame))
+    return Columns(names, values, valid, text, len(frame), kept)
 
 
 def _looks_unix(values: np.ndarray) -> float | None:
@@ -420,32 +439,47 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
                 time_col = match
                 wall = cols.values[cols.names.index(match)] * scale
                 break
-    metrics = [c for c in cols.names if c not in (step, time_col)]
+    columns = [c for c in cols.names if c not in (step, time_col)]
+    split, split_notes, told = _split_rows(cols, name)
+    # (key before prefix, values, valid): a long-format table gives one key per (label, column)
+    series: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for c in columns:
+        j = cols.names.index(c)
+        key = (key_names or {}).get(c, c)
+        if split is None:
+            series.append((key, cols.values[j], cols.valid[j]))
+            continue
+        for label, rows in split:
+            ok = cols.valid[j] & rows
+            if ok.any():
+                series.append((f"{label}/{key}" if label else key, cols.values[j], ok))
     all_steps = bool(step_ok.all())
     dropped = 0 if all_steps else int((~step_ok).sum())
     no_wall = time_col is None
     parts_s, parts_v, parts_w, counts = [], [], [], []
-    for c in metrics:
-        j = cols.names.index(c)
-        if all_steps and cols.valid[j].all():  # a dense column: no copy before the concatenation
+    for _key, values, valid in series:
+        if all_steps and valid.all():  # a dense column: no copy before the concatenation
             parts_s.append(steps)
-            parts_v.append(cols.values[j])
+            parts_v.append(values)
             parts_w.append(wall)
             counts.append(cols.rows)
             continue
-        m = cols.valid[j] & step_ok
+        m = valid & step_ok
         parts_s.append(steps[m])
-        parts_v.append(cols.values[j][m])
+        parts_v.append(values[m])
         parts_w.append(wall if no_wall else wall[m])
         counts.append(int(m.sum()))
+    metrics = [k for k, _, _ in series]
     x = f"x = {step}" if step else "x = row index (no step-like column)"
     bits = [f"{name} read as {described}" if described else name, x, f"{len(metrics)} metrics"]
     if time_col:
         bits.append(f"wall time from {time_col}")
-    if cols.text:
-        bits.append(f"{len(cols.text)} text column(s) skipped ({', '.join(cols.text[:5])}"
-                    f"{'…' if len(cols.text) > 5 else ''})")
+    text = [t for t in cols.text if t not in told]
+    if text:
+        bits.append(f"{len(text)} text column(s) skipped ({', '.join(text[:5])}"
+                    f"{'…' if len(text) > 5 else ''})")
     notes.append("; ".join(bits))
+    notes += split_notes
     if dropped:
         notes.append(f"{name}: {dropped} row(s) without a {step} value skipped")
     if not metrics or not sum(counts):
@@ -458,7 +492,7 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
     if more:  # name every key with the problem (rare: a log that restarted or repeats steps)
         more = step_notes(((c, steps) for c in dense), name)
     notes += more + step_notes(sparse, name)
-    keys = [prefix + (key_names or {}).get(c, c) for c in metrics]
+    keys = [prefix + k for k in metrics]
     codes = np.repeat(np.arange(len(metrics), dtype=np.int32), counts)
     total = int(sum(counts))
     out_s, out_v = np.empty(total), np.empty(total)
@@ -474,6 +508,51 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
                           if len(set(keys)) == len(keys) else pd.Categorical(np.array(keys)[codes]),
                           out_v, out_w)
     return frame, notes
+
+
+def _split_rows(cols: Columns, name: str) -> tuple[list[tuple[str, np.ndarray]] | None, list[str],
+                                                  set[str]]:
+    """Whether a text column named like a split (SPLIT_NAMES: `split`, `phase`, `stage`, `mode`,
+    `type`) names the rows of a long-format table: 2 to MAX_SPLIT_LABELS distinct short labels
+    (`train`, `val`, `test`, …). Returns ([(label, row mask)] — label "" for rows without one —
+    or None, the notes that say what was decided, the columns those notes account for). One
+    label throughout, or free text, is no split — and said so, never skipped in silence."""
+    notes: list[str] = []
+    told: set[str] = set()
+    chosen = None
+    for col, cells in cols.labels.items():
+        told.add(col)
+        stripped = [c.strip() if isinstance(c, str) else "" for c in cells]
+        distinct = list(dict.fromkeys(c for c in stripped if c))
+        if chosen is not None:
+            notes.append(f"{name}: `{col}` is a second label column ({', '.join(distinct[:4])}); "
+                         f"the rows are split by `{chosen}` only, `{col}` skipped")
+            continue
+        if not distinct:
+            notes.append(f"{name}: `{col}` is empty; skipped")
+            continue
+        if len(distinct) == 1:
+            notes.append(f"{name}: `{col}` holds one label ({distinct[0]!r}) on every row: not a "
+                         "split, keys keep their column names; the column itself skipped")
+            continue
+        if len(distinct) > MAX_SPLIT_LABELS or not all(_LABEL.match(d) for d in distinct):
+            notes.append(f"{name}: `{col}` is free text ({len(distinct)} distinct value(s), e.g. "
+                         f"{distinct[0][:40]!r}), not split labels; skipped")
+            continue
+        chosen = col
+        arr = np.asarray(stripped, dtype=object)
+        split = [(label, arr == label) for label in distinct]
+        unlabelled = arr == ""
+        if unlabelled.any():
+            split.append(("", unlabelled))
+        shown = ", ".join(distinct)
+        notes.append(f"{name}: long format — `{col}` names the rows ({shown}): one key per "
+                     f"(label, metric), e.g. {distinct[0]}/…, {distinct[1]}/…"
+                     + (f"; {int(unlabelled.sum())} row(s) without a label keep the plain names"
+                        if unlabelled.any() else ""))
+    if chosen is None:
+        return None, notes, told
+    return split, notes, told
 
 
 def points_frame(steps: list[float], keys: list[str], values: list[float], wall: list[float] | None,

@@ -31,6 +31,7 @@ from rundiff_core import (
 )
 
 from .discover import RunSpec, discover
+from .layouts import hydra
 from .layouts.common import Meta, seed_from_name, strip_seed
 
 _OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
@@ -89,7 +90,9 @@ class LocalSource(BaseSource):
     def _load_meta(self, spec: RunSpec) -> Meta:
         meta = self._meta.get(spec.path)
         if meta is None:
-            meta = self._meta[spec.path] = layouts_in_order().module(spec.layout).meta(spec)
+            meta = layouts_in_order().module(spec.layout).meta(spec)
+            # a Hydra job's .hydra/ gives the config of whatever layout claimed its folder
+            meta = self._meta[spec.path] = hydra.overlay(meta, spec.path)
         return meta
 
     def load_run(self, ref: RunRef) -> Run:

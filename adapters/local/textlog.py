@@ -16,10 +16,27 @@ training script):
   the step they belong to) — kept only when its key set repeats, so a one-off banner line such as
   `total desired batch size: 524288` is not a metric;
 - or, the long form `<step> <name> <value>` per line (build-nanogpt's `log.txt`).
+
+Some frameworks' lines are recognised by name first (`FRAMEWORKS`; a line is also split at `\\r`,
+so tqdm's rewritten progress lines are records too):
+
+- torchtune: the recipes' tqdm description `<epoch>|<global step>|Loss: <value>` (step = the
+  global step; a step printed several times keeps its last value) and DiskLogger's
+  `log_<unix>.txt` lines `Step N | loss:… lr:… tokens_per_second_per_gpu:…` (the grammar above);
+- HF Trainer / axolotl stdout: Python dict reprs `{'loss': 1.23, 'grad_norm': 0.5,
+  'learning_rate': 2e-05, 'epoch': 0.01}` (and `{'eval_loss': …}`), read with `ast.literal_eval`
+  only; x = `epoch` when it rises from train record to train record, else the count of train
+  records (an eval record takes the count of the train record before it);
+- fairseq: `epoch 001:    100 / 1000 loss=9.1, nll_loss=…, num_updates=100` (train_inner: plain
+  keys), `epoch 001 | loss 9.1 | … | num_updates 1000` (the epoch's averages: `train/<key>`) and
+  `epoch 001 | valid on 'valid' subset | loss … | num_updates 1000` (`valid/<key>`, by subset);
+  x = `num_updates` (a row without it takes the last one seen).
 """
 
 from __future__ import annotations
 
+import ast
+import math
 import os
 import re
 from collections import Counter
@@ -119,16 +136,50 @@ def _add(rec: Record, key: str, v: tuple[float, str, int | None], form: str) -> 
 
 @dataclass
 class Grammar:
-    """What the sniff found: the step field and the field forms, said in the run's notes."""
+    """What the sniff found: the step field and the field forms (or the framework whose lines
+    these are), said in the run's notes."""
 
     step: str | None
     long_form: bool = False
     forms: tuple[str, ...] = ()
+    framework: str | None = None  # a key of FRAMEWORKS
 
     def describe(self) -> str:
+        if self.framework in FRAMEWORKS:
+            return FRAMEWORKS[self.framework]
         if self.long_form:
             return "text log, `<step> <name> <value>` per line"
-        return (f"text log, {' / '.join(f'`{f}`' for f in self.forms)} fields; step = {self.step}")
+        text = f"text log, {' / '.join(f'`{f}`' for f in self.forms)} fields; step = {self.step}"
+        if self.framework == "torchtune-disk":
+            text = "torchtune DiskLogger " + text
+        return text
+
+
+FRAMEWORKS = {
+    "torchtune-tqdm": "torchtune progress log (tqdm `<epoch>|<step>|Loss: <value>`); step = the "
+                      "global step",
+    "hf-dict": "HF Trainer / axolotl stdout (Python dict records `{'loss': …, 'epoch': …}`); "
+               "x = epoch, else the count of train records",
+    "fairseq": "fairseq log (`epoch N: i / n k=v, …`, `epoch N | k v | …`, "
+               "`valid on '<subset>' subset`); step = num_updates",
+}
+
+# torchtune recipes: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")
+_TT_TQDM = re.compile(r"^\s*(?P<epoch>\d+)\|(?P<step>\d+)\|(?P<desc>[A-Za-z].*?)"
+                      r"(?::\s+\d{1,3}%\||:?\s*$)")
+# torchtune DiskLogger.log_dict: f"Step {step} | " + f"{name}:{data} " per metric
+_TT_DISK = re.compile(r"^Step \d+ \| [A-Za-z_][\w/.]*:\S+")
+# transformers ProgressCallback.on_log: self.training_bar.write(str(shallow_logs)) (floats as
+# `round(epoch, 2)`, newer as f"{v:.4g}" text); PrinterCallback: print(logs)
+_DICT = re.compile(r"\{'[A-Za-z_][\w./ -]*': ")
+_WRAPPED = re.compile(r"\b(?:np\.[a-z0-9_]+|numpy\.[a-z0-9_]+|tensor|torch\.tensor)\("
+                      r"([^(),]+)(?:,[^()]*)?\)")
+# fairseq progress_bar: "{prefix}:  {i:5d} / {size:d} {k=v, …}" and "{prefix} | {k v | …}",
+# prefix "epoch {:03d}" (+ " | valid on '<subset>' subset")
+_FAIRSEQ = re.compile(r"(?:^|\|\s)epoch (?P<epoch>\d{3,})(?P<rest>:\s+\d+ / \d+ .*|\s\|\s.*)$")
+_FS_INNER = re.compile(r"^:\s+(?P<i>\d+) / (?P<n>\d+) (?P<stats>.*)$")
+_FS_SUBSET = re.compile(r"^(?:valid|test) on '(?P<subset>[^']+)' subset$|^(?P<s2>[\w.-]+) on "
+                        r"'(?P<s3>[^']+)' subset$")
 
 
 def _sample(path: str) -> list[str] | None:
@@ -171,6 +222,9 @@ def sniff_text(path: str) -> Grammar | None:
     if not lines:
         return None
     nonblank = [ln for ln in lines if ln.strip()]
+    framework = _framework(nonblank)
+    if framework is not None:
+        return framework
     triples = sum(1 for ln in nonblank if _TRIPLE.match(ln))
     if triples >= 2 and triples >= 0.8 * len(nonblank):
         return Grammar(step=None, long_form=True)
@@ -183,7 +237,87 @@ def sniff_text(path: str) -> Grammar | None:
             {tuple(k for k, _ in r.pairs) for r in records}) < 2:
         return None
     forms = sorted(set().union(*(r.forms for r in records)))
-    return Grammar(step=step, forms=tuple(forms))
+    disk = sum(1 for ln in nonblank if _TT_DISK.match(ln))
+    return Grammar(step=step, forms=tuple(forms),
+                   framework="torchtune-disk" if step == "Step" and disk >= 2 else None)
+
+
+def _framework(lines: list[str]) -> Grammar | None:
+    """A framework's own lines, recognised before the generic grammar (at least 2 records)."""
+    tqdm = sum(1 for ln in lines if _TT_TQDM.match(ln) and parse_line(
+        _TT_TQDM.match(ln).group("desc")) is not None)
+    if tqdm >= 2:
+        return Grammar(step="step", framework="torchtune-tqdm")
+    rows = [row for ln in lines if (m := _FAIRSEQ.search(ln)) and (row := _fairseq_row(m))]
+    if len(rows) >= 2 and any("num_updates" in stats for _, stats in rows):
+        return Grammar(step="num_updates", framework="fairseq")
+    dicts = sum(1 for ln in lines if _dict_record(ln) is not None)
+    if dicts >= 2:
+        return Grammar(step="epoch", framework="hf-dict")
+    return None
+
+
+def _number(v: object) -> float | None:
+    """A record's number; transformers >= 4.5x prints floats as text (`f"{v:.4g}"`)."""
+    if isinstance(v, str):
+        return _float(v.strip()) if _NUMERIC_TEXT.match(v.strip()) else None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+_NUMERIC_TEXT = re.compile(rf"^(?:{_NUMBER})$", re.I)
+
+
+def _dict_record(line: str) -> dict[str, float] | None:
+    """The numbers of a Python dict repr on the line (`ast.literal_eval` only), or None."""
+    m = _DICT.search(line)
+    if m is None:
+        return None
+    end = line.rfind("}")
+    if end < m.start():
+        return None
+    text = _WRAPPED.sub(r"\1", line[m.start():end + 1])
+    try:
+        data = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = {str(k): f for k, v in data.items() if isinstance(k, str) and (f := _number(v)) is not None}
+    return out or None
+
+
+def _fairseq_row(m: re.Match[str]) -> tuple[str, dict[str, float]] | None:
+    """(prefix, numbers) of a fairseq progress line: "" for train_inner rows, `train/` for the
+    epoch's averages, `<subset>/` for a validation row."""
+    rest = m.group("rest")
+    inner = _FS_INNER.match(rest)
+    out: dict[str, float] = {}
+    if inner is not None:
+        for field in inner.group("stats").split(", "):
+            key, sep, val = field.partition("=")
+            if sep and _KEY.match(key.strip()) and (v := _float(val)) is not None:
+                out[key.strip()] = v
+        return ("", out) if out else None
+    parts = [p.strip() for p in rest.split(" | ")][1:]  # rest opens with " | "
+    prefix = "train/"
+    if parts and (sub := _FS_SUBSET.match(parts[0])):
+        prefix = f"{sub.group('subset') or sub.group('s3')}/"
+        parts = parts[1:]
+    for field in parts:
+        key, _, val = field.partition(" ")
+        if _KEY.match(key) and (v := _float(val.strip())) is not None:
+            out[key] = v
+    return (prefix, out) if out else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v
 
 
 def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -192,6 +326,9 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
     grammar = grammar or sniff_text(path)
     if grammar is None:
         return rundiff_core.empty_history(), [f"{name}: not a text log with a step field; skipped"]
+    reader = _READERS.get(grammar.framework or "")
+    if reader is not None:
+        return reader(path, name, grammar)
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []
@@ -271,3 +408,133 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")
     return points_frame(steps, keys, values, None, notes, name)
+
+
+# -- framework readers ----------------------------------------------------------------------------
+def _lines(path: str):  # noqa: ANN202 - yields str; text mode splits at \n, \r\n and \r alike
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        yield from fh
+
+
+def _read_torchtune_tqdm(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+    by_step: dict[int, list[tuple[str, float]]] = {}
+    lines = seen = skipped = 0
+    renamed: set[str] = set()
+    for line in _lines(path):
+        lines += 1
+        m = _TT_TQDM.match(line)
+        rec = parse_line(m.group("desc")) if m else None
+        if rec is None:
+            skipped += line.strip() != ""
+            continue
+        seen += 1
+        pairs = []
+        for k, v in rec.pairs:
+            if k != k.lower():
+                renamed.add(k)
+            pairs.append((k.lower(), v))
+        by_step[int(m.group("step"))] = pairs  # a step printed again keeps its last value
+    steps, keys, values = [], [], []
+    for step, pairs in by_step.items():
+        for k, v in pairs:
+            steps.append(float(step))
+            keys.append(k)
+            values.append(v)
+    notes = [f"{name} read as a {grammar.describe()}; {lines} lines (split at \\r too), {seen} "
+             f"progress descriptions, {len(by_step)} distinct steps (a step printed again keeps its "
+             f"last value), {skipped} other line(s) skipped"]
+    if renamed:
+        notes.append(f"{name}: tqdm labels lower-cased to torchtune's metric names "
+                     + ", ".join(f"{k} → {k.lower()}" for k in sorted(renamed)))
+    return points_frame(steps, keys, values, None, notes, name)
+
+
+def _read_hf_dicts(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+    records: list[dict[str, float]] = []
+    lines = skipped = 0
+    for line in _lines(path):
+        lines += 1
+        rec = _dict_record(line)
+        if rec is None:
+            skipped += line.strip() != ""
+            continue
+        records.append(rec)
+    train = [r for r in records if "loss" in r] or records
+    epochs = [r.get("epoch") for r in train]
+    by_epoch = all(e is not None and math.isfinite(e) for e in epochs) and all(
+        b > a for a, b in zip(epochs, epochs[1:], strict=False)) and all(
+        r.get("epoch") is not None for r in records)
+    train_ids = {id(r) for r in train}
+    steps, keys, values = [], [], []
+    count = 0
+    kinds: Counter[str] = Counter()
+    for r in records:
+        if id(r) in train_ids:
+            count += 1
+            kinds["train"] += 1
+        else:
+            kinds["eval" if any(k.startswith("eval_") for k in r) else "other"] += 1
+        x = r["epoch"] if by_epoch else float(count)
+        for k, v in r.items():
+            if by_epoch and k == "epoch":
+                continue
+            steps.append(x)
+            keys.append(k)
+            values.append(v)
+    said = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    x_said = ("x = epoch (as printed: rounded by transformers)" if by_epoch else
+              "x = the count of train records (epoch does not rise from record to record); "
+              "an eval record takes the count of the train record before it")
+    notes = [f"{name} read as {grammar.describe().split(';')[0]}; {lines} lines (split at \\r "
+             f"too), {len(records)} records ({said}) read with ast.literal_eval; {x_said}; "
+             f"{skipped} other line(s) skipped"]
+    return points_frame(steps, keys, values, None, notes, name)
+
+
+def _read_fairseq(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+    steps, keys, values = [], [], []
+    lines = skipped = stepless = 0
+    kinds: Counter[str] = Counter()
+    last: float | None = None
+    pending: list[tuple[str, dict[str, float]]] = []
+    for line in _lines(path):
+        lines += 1
+        m = _FAIRSEQ.search(line.rstrip("\n"))
+        row = _fairseq_row(m) if m else None
+        if row is None:
+            skipped += line.strip() != ""
+            continue
+        prefix, stats = row
+        kinds[prefix.rstrip("/") or "train_inner"] += 1
+        step = stats.pop("num_updates", None)
+        if step is None:
+            if last is None:
+                pending.append(row)
+                continue
+            step = last
+            stepless += 1
+        for p_prefix, p_stats in pending:  # rows before the first num_updates take it
+            for k, v in p_stats.items():
+                steps.append(step)
+                keys.append(p_prefix + k)
+                values.append(v)
+            stepless += 1
+        pending = []
+        last = step
+        for k, v in stats.items():
+            steps.append(step)
+            keys.append(prefix + k)
+            values.append(v)
+    said = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    notes = [f"{name} read as a {grammar.describe()}; {lines} lines, rows: {said} (train_inner "
+             "rows as plain keys, the epoch's train averages as train/<key>, validation as "
+             f"<subset>/<key>); {skipped} other line(s) skipped"]
+    if stepless:
+        notes.append(f"{name}: {stepless} row(s) without num_updates took the nearest one")
+    if pending:
+        notes.append(f"{name}: {len(pending)} row(s) and no num_updates anywhere; not read")
+    return points_frame(steps, keys, values, None, notes, name)
+
+
+_READERS = {"torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
+            "fairseq": _read_fairseq}

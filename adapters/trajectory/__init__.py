@@ -68,6 +68,15 @@ def sniff_kind(path: str) -> str | None:
     return None
 
 
+def _samples_beside(path: str) -> bool:
+    """lm-eval wrote per-sample records (`samples_*.jsonl`) next to this results file."""
+    try:
+        return any(n.startswith("samples_") and n.endswith(".jsonl")
+                   for n in os.listdir(os.path.dirname(path) or "."))
+    except OSError:
+        return False
+
+
 _REASONS = {
     "inspect": "Inspect AI eval log",
     "taubench": "τ-bench results file (task_id, reward, traj, trial)",
@@ -99,4 +108,6 @@ def rundiff_register_adapters(register: Callable[[AdapterSpec], None]) -> None:
 @hookimpl
 def rundiff_sniff_path(path: str) -> Claim | None:
     kind = sniff_kind(path)
+    if kind == "lmeval" and path.lower().endswith(".json") and not _samples_beside(path):
+        return None  # a results file alone holds scores, no tasks: `local:`'s lm-eval layout
     return Claim(NAME, _REASONS[kind]) if kind else None

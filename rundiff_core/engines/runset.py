@@ -186,7 +186,10 @@ def choose_step(runs: Sequence[Run], metric: str, at: float | None = None,
         how = "the last step every run reached"
     if math.isnan(step):
         return StepChoice(step, "no run logged a finite step", dict(lasts))
-    return StepChoice(step, how, {a: x for a, x in lasts.items() if not x >= step})
+    late = {a: x for a, x in lasts.items() if not x >= step}
+    if late and at is None:
+        how = "the last step every run reached, leaving out the runs that stopped early"
+    return StepChoice(step, how, late)
 
 
 @dataclass

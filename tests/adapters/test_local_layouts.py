@@ -279,8 +279,8 @@ def test_lmeval_realdata_final_metrics_per_task(realdata):
     base, inst = runs["Meta-Llama-3-8B"], runs["Meta-Llama-3-8B-Instruct"]
     assert base.summary["gsm8k/exact_match,strict-match"] == pytest.approx(0.5087187263078089)
     assert inst.summary["gsm8k/exact_match,strict-match"] == pytest.approx(0.7559, abs=1e-4)
-    assert base.config["model_args"].startswith("pretrained=meta-llama/Meta-Llama-3-8B")
-    assert base.config["n-shot"]["arc_challenge"] == 25
+    assert base.config["model_args"]["pretrained"] == "meta-llama/Meta-Llama-3-8B"
+    assert base.config["tasks"]["arc_challenge"]["num_fewshot"] == 25
 
 
 # -- sniffed tables -------------------------------------------------------------------------------

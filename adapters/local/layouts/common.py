@@ -1,5 +1,6 @@
-"""What the layouts share: reading JSON and YAML with notes, a folder's config files, scalars of
-a nested mapping, and the seed rule on file and folder names."""
+"""What the layouts share: reading JSON and YAML with notes, a folder's config files (serialized
+objects in them shown as one opaque value each), scalars of a nested mapping, and the seed rule
+on file and folder names."""
 
 from __future__ import annotations
 
@@ -46,15 +47,30 @@ def read_json(path: str, notes: list[str]) -> Any:
 
 
 def read_yaml(path: str, notes: list[str]) -> Any:
-    from rundiff_core import YamlRefused, load_yaml_file
+    """A YAML config: python tags read as plain data, serialized objects (pickled tensors,
+    `!!binary`, …) as one opaque value each (rundiff_core.load_yaml_config), said in a note."""
+    from rundiff_core import YamlRefused, load_yaml_config
 
+    name = os.path.basename(path)
     try:
-        return load_yaml_file(path)
+        with open(path, "rb") as fh:
+            return load_yaml_config(fh.read(), name, notes)
     except YamlRefused as exc:
         notes.append(str(exc))
+    except OSError as exc:
+        notes.append(f"{name}: unreadable ({exc.strerror}); ignored")
     except Exception as exc:  # malformed YAML: PyYAML raises many types
-        notes.append(f"{os.path.basename(path)}: unreadable YAML ({type(exc).__name__}); ignored")
+        notes.append(f"{name}: unreadable YAML ({type(exc).__name__}); ignored")
     return None
+
+
+def read_config_json(path: str, notes: list[str]) -> Any:
+    """A JSON config: jsonpickled objects (Sacred's `py/object`, `py/reduce`, `py/b64`) as one
+    opaque value each, or read when readable (rundiff_core.opaque_config), said in a note."""
+    from rundiff_core import opaque_config
+
+    data = read_json(path, notes)
+    return None if data is None else opaque_config(data, notes, os.path.basename(path))
 
 
 def read_config_files(folder: str, names: tuple[str, ...] = CONFIG_FILES) -> tuple[dict, list[str]]:
@@ -65,12 +81,14 @@ def read_config_files(folder: str, names: tuple[str, ...] = CONFIG_FILES) -> tup
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
-        data = read_json(path, notes) if name.endswith(".json") else read_yaml(path, notes)
+        said: list[str] = []  # what reading it found (serialized objects, damage) follows its line
+        data = read_config_json(path, said) if name.endswith(".json") else read_yaml(path, said)
         if isinstance(data, dict):
             config.update(data)
             notes.append(f"{name} → config")
         elif data is not None:
             notes.append(f"{name}: not a mapping; ignored")
+        notes += said
     return config, notes
 
 

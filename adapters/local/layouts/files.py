@@ -11,7 +11,7 @@ import rundiff_core  # the data model (numpy) loads when a log is read, not to s
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
-from ..sniff import Sniff, one_row, read_table, sniff_table
+from ..sniff import SPLIT_NAMES, Sniff, one_row, read_table, sniff_table
 from ..textlog import sniff_text
 from .common import CONFIG_FILES, Meta, read_config_files, read_json, scalars
 
@@ -81,7 +81,8 @@ def meta(spec: LayoutRun) -> Meta:
                 stem = os.path.splitext(base)[0]
                 out.summary.update({f"{stem}/{k}": v for k, v in row.items()})
                 out.notes.append(f"{base} (one row, no step column) → summary as {stem}/*")
-            elif sniff.kind == "," and sniff.header and sniff.header[0] == "epoch":
+            elif sniff.kind == "," and sniff.header and sniff.header[0] == "epoch" and not (
+                    set(SPLIT_NAMES) & {h.lower() for h in sniff.header}):
                 out.notes.append(f"{base}: Keras CSVLogger layout (epoch first) → history")
             else:
                 out.notes.append(f"{base} ({sniff.described}) → history")

@@ -33,10 +33,21 @@ def claim(folder: LayoutFolder) -> Claimed | None:
     if not (folder.has("trainer_state.json") or ckpts):
         return None
     consumed = {os.path.basename(p) for _, p in ckpts}
+    state = "trainer_state.json" if folder.has("trainer_state.json") else "no root trainer_state.json"
     run = LayoutRun(folder.path, "hf-trainer", [folder.join(f) for f in folder.files],
-                    f"HF Trainer output: trainer_state.json, {len(ckpts)} checkpoint snapshot(s)"
-                    + (" (checkpoint-*, last-checkpoint/)" if "last-checkpoint" in consumed else ""))
+                    f"HF Trainer output: {state}, {_snapshots(consumed)}",
+                    # the Trainer's TensorBoard logs under runs/ are the same run's scalars
+                    {"owns_events": ["runs/"] if "runs" in folder.dirs else []})
     return Claimed([run], consumed | {"runs"})
+
+
+def _snapshots(names: set[str]) -> str:
+    """`3 checkpoint-* snapshot(s) and last-checkpoint/`, `last-checkpoint/ snapshot`, …"""
+    n = sum(1 for d in names if d != "last-checkpoint")
+    parts = [f"{n} checkpoint-* snapshot(s)"] if n or "last-checkpoint" not in names else []
+    if "last-checkpoint" in names:
+        parts.append("the last-checkpoint/ snapshot")
+    return " and ".join(parts)
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
@@ -72,9 +83,9 @@ def state_path(spec: LayoutRun) -> tuple[str, str]:
         if best is None or key[:2] > best[:2]:
             best = key
     assert best is not None
-    n = len(candidates)
+    others = {os.path.basename(f) for f, _ in candidates} - {os.path.dirname(best[3])}
     why = f"{best[3]} (global_step {best[0]:g}"
-    why += f"; {n} checkpoint-* snapshot(s) of the same run not read again)" if n else ")"
+    why += f"; {_snapshots(others)} of the same run not read again)" if others else ")"
     return best[2], why
 
 
@@ -126,6 +137,9 @@ def meta(spec: LayoutRun) -> Meta:
     if others:
         out.notes.append("also present, not read (trainer_state.json holds the history): "
                          + ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else ""))
+    if os.path.isdir(os.path.join(folder, "runs")):
+        out.notes.append("runs/: the Trainer's TensorBoard logs of the same scalars; not read "
+                         f"(tb:{os.path.join(folder, 'runs')} reads them)")
     out.meta["state_file"] = path
     return out
 

@@ -11,7 +11,7 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta, read_json
+from .common import Meta, read_config_json, read_json
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -31,12 +31,22 @@ def meta(spec: LayoutRun) -> Meta:
     out = Meta()
     run = read_json(os.path.join(spec.path, "run.json"), out.notes) or {}
     cfg_path = os.path.join(spec.path, "config.json")
-    if os.path.isfile(cfg_path) and isinstance(cfg := read_json(cfg_path, out.notes), dict):
+    cfg_notes: list[str] = []
+    if os.path.isfile(cfg_path) and isinstance(cfg := read_config_json(cfg_path, cfg_notes), dict):
         out.config = {k: v for k, v in cfg.items() if k != "__doc__"}
     status = str(run.get("status", "")).upper()
     out.status = _SACRED_STATUS.get(status, "unknown")
     exp = run.get("experiment") or {}
     out.arm = exp.get("name") if isinstance(exp, dict) else None
+    said = f"experiment {out.arm!r}"
+    if isinstance(out.arm, str) and out.arm.isdigit():
+        # `Experiment(str(random))`: a number drawn per run names no experiment
+        main = exp.get("mainfile") if isinstance(exp.get("mainfile"), str) else None
+        stem = os.path.splitext(os.path.basename(main))[0] if main else None
+        said = (f"experiment {out.arm!r} (a bare number, drawn per run?: seeds are grouped by "
+                f"{'the main file ' + repr(main) + ' and ' if stem else ''}the config)")
+        out.meta["experiment_name"] = out.arm
+        out.arm = stem
     if isinstance(run.get("result"), int | float) and not isinstance(run.get("result"), bool):
         out.summary["result"] = run["result"]
     out.meta.update({k: run.get(k) for k in ("start_time", "stop_time", "command", "heartbeat")
@@ -50,7 +60,7 @@ def meta(spec: LayoutRun) -> Meta:
         out.events.append(RunEvent("crash" if status == "FAILED" else "kill",
                                    payload={"status": status, "reason": last[:200]}))
         out.notes.append(f"Sacred status {status}: {last[:160]}")
-    out.notes.insert(0, f"experiment {out.arm!r}; config.json → config")
+    out.notes[:0] = [f"{said}; config.json → config", *cfg_notes]
     return out
 
 
