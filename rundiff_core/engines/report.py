@@ -24,6 +24,7 @@ from .rank import RankResult, run_rank
 from .roles import classify
 from .runset import (  # noqa: F401
     Anomaly,
+    _declaring,
     choose_step,
     gpu_hours,
     group_anomalies,
@@ -283,7 +284,7 @@ def _headline_columns(runs: list[Run], ranked: list[str], skipped: list[dict[str
               and (k not in empty or k in ranked)]
     out: dict[str, list[str]] = {"proxy": [], "downstream": []}
     for group in out:
-        names = [m for m in common if classify(m).group == group]
+        names = [m for m in common if classify(m, runs=_declaring(runs)).group == group]
         fams = families(names)
         members = {n for v in fams.values() for n in v}
         chosen = [m for m in ranked if m in names]

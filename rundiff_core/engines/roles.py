@@ -23,6 +23,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from .directions import vocabulary
@@ -88,8 +89,11 @@ class GroupRules:
     project: dict[str, list[str]] = field(default_factory=dict)
     project_file: str | None = None
 
-    def classify(self, metric: str, aliases: Iterable[str] = ()) -> GroupDecision:
-        """The group of `metric` (also matching the keys runs logged it under, `aliases`)."""
+    def classify(self, metric: str, aliases: Iterable[str] = (),
+                 runs: Iterable[Any] = ()) -> GroupDecision:
+        """The group of `metric` (also matching the keys runs logged it under, `aliases`); after
+        the command line and the project file, what the runs' own format declares
+        (`Run.meta["groups"]`: an lm-eval score is a benchmark result)."""
         names = [metric, *[a for a in aliases if a != metric]]
         for source, table in (("command line", self.cli), (self.project_file or PROJECT_FILE,
                                                             self.project)):
@@ -98,6 +102,13 @@ class GroupRules:
                     if any(fnmatch.fnmatchcase(n.lower(), pattern.lower()) for n in names):
                         flag = f"--{group}" if source == "command line" else f"[groups] {group}"
                         return GroupDecision(group, source, f"{flag} {pattern!r}")
+        for run in runs:
+            declared = run.meta.get("groups") if isinstance(getattr(run, "meta", None), dict) else None
+            if isinstance(declared, dict):
+                hit = next((declared[n] for n in names if declared.get(n) in GROUPS), None)
+                if hit is not None:
+                    return GroupDecision(hit, "declared", f"declared {hit} by the run's format "
+                                         f"({run.meta.get('layout') or run.adapter})")
         quality = vocabulary(metric).known  # `train_loss_step` is a loss, not a step counter
         for rule in HEURISTIC:
             if rule.group == "diagnostic" and quality:
@@ -111,9 +122,10 @@ class GroupRules:
         return [p for g in GROUPS for p in self.cli.get(g, ()) if not any(c in p for c in "*?[")]
 
 
-def classify(metric: str, rules: GroupRules | None = None) -> GroupDecision:
-    """The group of one metric name under `rules` (default: heuristic only)."""
-    return (rules or GroupRules()).classify(metric)
+def classify(metric: str, rules: GroupRules | None = None, runs: Iterable[Any] = ()) -> GroupDecision:
+    """The group of one metric name under `rules` (default: heuristic only) and what `runs`
+    declare."""
+    return (rules or GroupRules()).classify(metric, runs=runs)
 
 
 def find_project_file(start: str | None = None) -> str | None:

@@ -279,7 +279,7 @@ def choose_metrics(runs: Sequence[Run], asked: Sequence[str] | None,
     common = natural_sorted(k for k, c in counts.items() if c > quorum or c == len(logging))
     from .roles import classify
 
-    groups = {k: classify(k).group for k in common}
+    groups = {k: classify(k, runs=_declaring(runs)).group for k in common}
     choice = choose(runs, [k for k in common if groups[k] != "diagnostic"], counts,
                     groups=groups, goals=goals or GoalRules())
     if not choice.metrics:
@@ -292,6 +292,15 @@ def choose_metrics(runs: Sequence[Run], asked: Sequence[str] | None,
             hint="name one with --metric; logged: " + ", ".join(natural_sorted(everywhere)[:20]),
         )
     return choice
+
+
+def _declaring(runs: Sequence[Run]) -> list[Run]:
+    """The runs whose format declares metric groups (a few: one of each kind is enough)."""
+    seen: dict[str, Run] = {}
+    for r in runs:
+        if isinstance(r.meta, dict) and r.meta.get("groups"):
+            seen.setdefault(str(r.meta.get("layout") or r.adapter), r)
+    return list(seen.values())
 
 
 @lru_cache(maxsize=4096)  # a fleet's runs share their config and meta key names

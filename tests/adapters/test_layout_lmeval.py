@@ -335,3 +335,13 @@ def test_older_metric_names_without_a_filter_and_a_dict_model_args(tmp_path):
     assert run.config["model_args"] == {"pretrained": "gpt2", "dtype": "float16"}
     assert run.config["tasks"]["hellaswag"]["version"] == 0 and "limit" not in run.config
     assert "goals" not in run.meta  # nothing declared: the vocabulary decides
+
+
+def test_harness_scores_are_downstream_because_the_format_says_so(capsys):
+    """The roles heuristic would call `MedQA_0-shot/acc,none` a proxy; an lm-eval score is the
+    benchmark result itself, and the layout declares it downstream."""
+    models = sorted(p for p in ARAAG_MODELS.iterdir() if p.is_dir())[:2]
+    assert main(["compare", *map(str, models), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    groups = {m["metric"]: (m["group"], m["group_source"]) for m in d["metrics"]}
+    assert groups and all(g == ("downstream", "declared") for g in groups.values()), groups

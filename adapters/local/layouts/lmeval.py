@@ -337,6 +337,8 @@ def meta(spec: LayoutRun) -> Meta:
         out.meta["stderr"] = {k: v for k, v in p.stderr.items() if isinstance(v, int | float)}
     out.goals = dict(p.goals)
     out.goal_sources = dict(p.goal_from)
+    # a harness score is the benchmark result itself: downstream, whatever its name says
+    out.meta["groups"] = {k: "downstream" for k in p.scores}
     out.status = "finished" if p.scores else "unknown"
     model = p.model()
     if model:

@@ -124,7 +124,9 @@ def run_compare(
     )
     not_compared: list[str] = []
     skipped: list[Skipped] = []
-    decisions = {m: rules.classify(m, names.keys[m].values()) for m in names.keys}
+    decisions = {m: rules.classify(m, names.keys[m].values(),
+                                   [r for r in all_runs if r.address in names.keys[m]])
+                 for m in names.keys}
     if asked is not None:
         metric_names = list(names.metrics)
     else:  # every name class except diagnostics; narrowed to the student's once it is known
@@ -224,7 +226,7 @@ def run_compare(
     _want_student_steps(series, s_arm, all_runs, metric_names, s_x, last_k)
     comparisons = []
     for m in metric_names:
-        decision = rules.classify(m, names.keys[m].values())
+        decision = decisions.get(m) or rules.classify(m, names.keys[m].values())
         direction = goals.direction(m, [r for r in all_runs if r.address in names.keys[m]],
                                     names.keys[m].values())
         goal = direction.goal
