@@ -108,3 +108,32 @@ def subdirs(path: str) -> list[str]:
         return sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
     except OSError:
         return []
+
+
+MAX_COUNT_BYTES = 64 << 20  # a table's rows are counted (for a note) only below this size
+
+
+def run_dir(run: Any) -> str:
+    """The folder a run is read from (its path, or the folder of a file given alone)."""
+    return os.path.dirname(run.path) if os.path.isfile(run.path) else run.path
+
+
+def files_beside(path: str) -> tuple[str, list[str]]:
+    """(the folder of a file given alone, the names of the files in it)."""
+    folder = os.path.dirname(path) or "."
+    try:
+        return folder, [e.name for e in os.scandir(folder) if e.is_file()]
+    except OSError:
+        return folder, []
+
+
+def count_rows(path: str) -> int | None:
+    """Data rows of a table with one header line (None when too large to count cheaply)."""
+    try:
+        if os.path.getsize(path) > MAX_COUNT_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
+    except OSError:
+        return None
+    return max(len(lines) - 1, 0)

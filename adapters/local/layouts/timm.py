@@ -26,10 +26,9 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import Meta, read_yaml
+from .common import Meta, count_rows, files_beside, read_yaml, run_dir
 
 SUMMARY = "summary.csv"
-MAX_COUNT_BYTES = 64 << 20
 
 
 def _header(head: bytes) -> list[str] | None:
@@ -87,33 +86,14 @@ def claim_file(path: str) -> list[LayoutRun] | None:
     """`summary.csv` given alone: its folder's run when the folder is timm's."""
     if os.path.basename(path) != SUMMARY:
         return None
-    folder = os.path.dirname(path) or "."
-    try:
-        files = [e.name for e in os.scandir(folder) if e.is_file()]
-    except OSError:
-        return None
+    folder, files = files_beside(path)
     run = _run_for(path, files, folder)
     return [run] if run is not None else None
 
 
-def _dir(run: LayoutRun) -> str:
-    return os.path.dirname(run.path) if os.path.isfile(run.path) else run.path
-
-
-def _count_rows(path: str) -> int | None:
-    try:
-        if os.path.getsize(path) > MAX_COUNT_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
-    except OSError:
-        return None
-    return max(len(lines) - 1, 0)
-
-
 def meta(run: LayoutRun) -> Meta:
     out = Meta()
-    d = _dir(run)
+    d = run_dir(run)
     args = os.path.join(d, "args.yaml")
     if os.path.isfile(args):
         data = read_yaml(args, out.notes)
@@ -133,7 +113,7 @@ def meta(run: LayoutRun) -> Meta:
         out.goals[key] = goal
         out.goal_sources[key] = source
         out.meta["goals"] = {key: {"goal": goal, "source": source, "headline": True}}
-    rows = _count_rows(os.path.join(d, SUMMARY))
+    rows = count_rows(os.path.join(d, SUMMARY))
     epochs = out.config.get("epochs")
     if rows is not None and isinstance(epochs, int) and not isinstance(epochs, bool) and rows < epochs:
         out.notes.append(f"summary.csv has {rows} epoch row(s) of epochs: {epochs} (stopped early, "
@@ -142,7 +122,7 @@ def meta(run: LayoutRun) -> Meta:
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    path = os.path.join(_dir(run), SUMMARY)
+    path = os.path.join(run_dir(run), SUMMARY)
     if not os.path.isfile(path):
         return rundiff_core.empty_history(), ["summary.csv: missing; no history"]
     sniff = sniff_table(path)

@@ -28,10 +28,9 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import np, pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import Meta, read_yaml
+from .common import Meta, count_rows, files_beside, read_yaml, run_dir
 
 RESULTS = "results.csv"
-MAX_COUNT_BYTES = 64 << 20  # results.csv rows are counted (for a note) only below this size
 
 
 def is_events_file(name: str) -> bool:
@@ -87,28 +86,9 @@ def claim_file(path: str) -> list[LayoutRun] | None:
     """`results.csv` given alone: the train folder it sits in, when args.yaml/opt.yaml is beside."""
     if os.path.basename(path) != RESULTS:
         return None
-    folder = os.path.dirname(path) or "."
-    try:
-        files = [e.name for e in os.scandir(folder) if e.is_file()]
-    except OSError:
-        return None
+    folder, files = files_beside(path)
     run = _run_for(path, files, folder)
     return [run] if run is not None else None
-
-
-def _dir(run: LayoutRun) -> str:
-    return os.path.dirname(run.path) if os.path.isfile(run.path) else run.path
-
-
-def _count_rows(path: str) -> int | None:
-    try:
-        if os.path.getsize(path) > MAX_COUNT_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
-    except OSError:
-        return None
-    return max(len(lines) - 1, 0)
 
 
 def _last_part(path: object) -> str:
@@ -117,7 +97,7 @@ def _last_part(path: object) -> str:
 
 def meta(run: LayoutRun) -> Meta:
     out = Meta()
-    d = _dir(run)
+    d = run_dir(run)
     args, opt, hyp = (os.path.join(d, n) for n in ("args.yaml", "opt.yaml", "hyp.yaml"))
     if os.path.isfile(args):
         data = read_yaml(args, out.notes)
@@ -157,7 +137,7 @@ def meta(run: LayoutRun) -> Meta:
     if saved and saved != base:
         out.notes.append(f"the config's save_dir ends in {saved!r} but the folder is {base!r} "
                          "(renamed or copied after training); the run is named by its folder")
-    rows = _count_rows(os.path.join(d, RESULTS))
+    rows = count_rows(os.path.join(d, RESULTS))
     epochs = cfg.get("epochs")
     if rows is not None and isinstance(epochs, int) and not isinstance(epochs, bool) and rows < epochs:
         out.notes.append(f"results.csv has {rows} epoch row(s) of epochs: {epochs} (stopped early, "
@@ -259,7 +239,7 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    d = _dir(run)
+    d = run_dir(run)
     path = os.path.join(d, RESULTS)
     if not os.path.isfile(path):
         return rundiff_core.empty_history(), ["results.csv: missing; no history"]
