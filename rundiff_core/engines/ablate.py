@@ -20,7 +20,7 @@ from .arms import Grouping
 from .diff import ConfigChange, config_diff
 from .directions import GoalRules, goal_rules
 from .jsonable import jsonable
-from .runset import Group, choose_step, group_stat, seed_groups, shared_metrics
+from .runset import Group, arm_members, choose_step, group_stat, seed_groups, shared_metrics
 from .stats import welch_p
 
 
@@ -66,6 +66,7 @@ class AblateResult:
     ablations: list[Ablation]
     interactions: list[Interaction] = field(default_factory=list)
     statements: list[str] = field(default_factory=list)
+    arms: list[dict[str, Any]] = field(default_factory=list)  # every arm formed, with members
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)
@@ -118,8 +119,9 @@ def run_ablate(
     statements: list[str] = []
     every = seed_groups([*baseline_runs, *others], grouping=grouping or Grouping(),
                         notes=statements, what="compared with the baseline")
-    base_label = next((g.label for g in every if g.runs[0].address in base_keys), None)
-    base = Group(base_label or baseline_runs[0].name, list(baseline_runs))
+    base_group = next((g for g in every if g.runs[0].address in base_keys), None)
+    base = Group(base_group.label if base_group else baseline_runs[0].name, list(baseline_runs),
+                 "--baseline and the seeds of its arm" if len(baseline_runs) > 1 else "one run")
     groups = [g for g in every if not any(r.address in base_keys for r in g.runs)]
     if not groups:
         from ..errors import UsageError
@@ -133,7 +135,8 @@ def run_ablate(
         impact = max((abs(e.relative) if math.isfinite(e.relative) else abs(e.delta) for e in effects), default=0.0)
         ablations.append(Ablation(g.label, _changes(base.runs[0], g.runs[0], grouping), effects, impact))
     ablations.sort(key=lambda a: -a.impact if math.isfinite(a.impact) else 0.0)
-    result = AblateResult(base.label, base.n, chosen, ablations, statements=statements)
+    result = AblateResult(base.label, base.n, chosen, ablations, statements=statements,
+                          arms=arm_members([base, *groups]))
     result.interactions = _interactions(ablations, chosen[0])
     if base.n < 2 or any(len(g.runs) < 2 for g in groups):
         result.statements.append(

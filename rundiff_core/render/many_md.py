@@ -162,6 +162,7 @@ def render_ablate(r, precision: int = 4) -> str:  # noqa: ANN001 - AblateResult
                     rows[:ABLATE_ROWS])
     if len(rows) > ABLATE_ROWS:
         out.append(f"… and {len(rows) - ABLATE_ROWS} more rows, smaller impact (--format json lists all)")
+    out += arm_lines(getattr(r, "arms", []))
     if r.interactions:
         out += ["", "## Interactions"]
         for i in r.interactions[:ANOMALY_CAP]:
