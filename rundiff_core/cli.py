@@ -16,7 +16,6 @@ import argparse
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -123,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except RundiffError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         sys.stderr.write(f"rundiff: error: {exc.message}\n")
         if exc.hint:
             sys.stderr.write(f"  hint: {exc.hint}\n")
@@ -135,11 +134,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug: one line to report, the traceback only when asked for
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         message = " ".join(str(exc).split())
         what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
         sys.stderr.write(f"rundiff: internal error: {what} — rerun with --debug and report it\n")
         return 3
+
+
+def _print_traceback() -> None:
+    import traceback  # only for --debug: imports linecache and tokenize
+
+    traceback.print_exc()
 
 
 def run() -> None:

@@ -11,19 +11,27 @@ Environment switches (read when the manager is built):
 A broken plugin (import failure, misspelled hook, taken scheme) is dropped with a one-line error
 naming it and the fix; every other plugin keeps working. The process-wide set (`get_plugins()`)
 also prints those lines to stderr as it loads, so a broken install fails loudly, not silently.
+
+Finding the `rundiff` entry points means reading the metadata of every installed distribution
+(`importlib.metadata`, ~40 ms of a ~100 ms start). What that scan found is kept in
+`<user cache dir>/plugins/entry-points.json` (`RUNDIFF_CACHE_DIR` when set), keyed by the
+interpreter and `sys.path` and trusted only while every `sys.path` entry (and every `*.egg-info`,
+which setuptools rewrites in place) still has the stat it had: installing or removing a
+distribution changes its site directory's mtime, so the next start scans again. Stats younger
+than two seconds are never cached (file times are coarse), and a metadata finder other than the
+standard one turns the cache off. `RUNDIFF_PLUGIN_CACHE=0` turns it off too.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
-import inspect
 import os
+import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from types import ModuleType
 from typing import Any, TextIO
 
@@ -115,6 +123,8 @@ class Plugins:
             self.pm.enable_tracing()
         disabled = set(_env_list("RUNDIFF_DISABLE_PLUGINS") or [])
         seen: set[str] = set()
+        found = installed()
+        self.trace(f"rundiff entry points from {found.origin}")
         for module_name in builtins:
             name = module_name.rsplit(".", 1)[-1]
             seen.update((name, module_name))
@@ -134,9 +144,10 @@ class Plugins:
                     f"fix: reinstall rundiff, or skip it with RUNDIFF_DISABLE_PLUGINS={name}"
                 )
                 continue
-            self.add(module, name=name, package="rundiff", version=_version("rundiff"), builtin=True)
+            self.add(module, name=name, package="rundiff", version=found.rundiff_version,
+                     builtin=True)
         if entry_points:
-            seen |= self._load_entry_points(disabled)
+            seen |= self._load_entry_points(disabled, found)
         for name in sorted(disabled - seen) if entry_points else ():
             self.error(
                 f"RUNDIFF_DISABLE_PLUGINS names '{name}', which is not an installed plugin; "
@@ -164,10 +175,10 @@ class Plugins:
         self.trace(f"skip plugin '{name}': {reason}")
 
     # -- loading -------------------------------------------------------------------------------
-    def _load_entry_points(self, disabled: set[str]) -> set[str]:
+    def _load_entry_points(self, disabled: set[str], found: Installed) -> set[str]:
         """Load third-party plugins from the `rundiff` entry-point group; return their names."""
         wanted = _env_list("RUNDIFF_LOAD_PLUGINS")
-        eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        eps = sorted(found.entry_points, key=lambda e: e.name)
         names = {ep.name for ep in eps}
         for ep in eps:
             if ep.name in disabled:
@@ -176,8 +187,7 @@ class Plugins:
             if wanted is not None and ep.name not in wanted:
                 self._skip(ep.name, "not listed in RUNDIFF_LOAD_PLUGINS")
                 continue
-            dist = getattr(ep, "dist", None)
-            package = dist.name if dist else ep.value.split(":")[0]
+            package = ep.package
             self.trace(f"load plugin '{ep.name}' from entry point {ep.value} (package {package})")
             try:
                 module = ep.load()
@@ -188,7 +198,7 @@ class Plugins:
                     f"needs), or skip it with RUNDIFF_DISABLE_PLUGINS={ep.name}"
                 )
                 continue
-            self.add(module, name=ep.name, package=package, version=dist.version if dist else None)
+            self.add(module, name=ep.name, package=package, version=ep.version)
         for name in wanted or ():
             if name not in names:
                 self.error(
@@ -412,6 +422,8 @@ def _check_hook_names(plugin: object, name: str) -> str | None:
                     f"call it; fix: decorate it with @hookimpl (from rundiff_core)"
                 )
             continue
+        import difflib
+
         guess = difflib.get_close_matches(hook, HOOK_NAMES, n=1)
         fix = f"rename it to '{guess[0]}'" if guess else f"use one of {', '.join(HOOK_NAMES)}"
         return f"plugin '{name}' implements unknown hook '{hook}'; fix: {fix}"
@@ -420,6 +432,8 @@ def _check_hook_names(plugin: object, name: str) -> str | None:
 
 def _validation_fix(exc: Exception) -> str:
     """What to change when pluggy rejects a hook implementation (usually its argument names)."""
+    import inspect
+
     text = str(exc)
     for hook in HOOK_NAMES:
         if f"'{hook}'" in text:
@@ -435,11 +449,212 @@ def _with_origin(spec: AdapterSpec, plugin: str, package: str) -> AdapterSpec:
     return replace(spec, plugin=spec.plugin or plugin, package=spec.package or package)
 
 
-def _version(dist: str) -> str | None:
+# -- entry-point discovery ------------------------------------------------------------------------
+CACHE_FORMAT = 1
+CACHE_KEEP = 8  # interpreter/sys.path combinations remembered (e.g. `python -m` from several dirs)
+SETTLED_NS = 2_000_000_000  # a stat younger than this is not trusted: file times are coarse
+
+
+class EntryPoint:
+    """One `rundiff` entry point as discovery found it (scanned now, or replayed from the cache).
+
+    `package` and `version` are its distribution's (`package` is the module when the entry point
+    has no distribution); `load()` imports it exactly as `importlib.metadata.EntryPoint.load`.
+    """
+
+    pattern = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+    __slots__ = ("name", "value", "package", "version")
+
+    def __init__(self, name: str, value: str, package: str | None, version: str | None) -> None:
+        self.name, self.value, self.package, self.version = name, value, package, version
+
+    def load(self) -> Any:
+        match = self.pattern.match(self.value)
+        module = importlib.import_module(match.group("module"))  # type: ignore[union-attr]
+        attrs = filter(None, (match.group("attr") or "").split("."))  # type: ignore[union-attr]
+        return functools.reduce(getattr, attrs, module)
+
+    def as_row(self) -> list[str | None]:
+        return [self.name, self.value, self.package, self.version]
+
+    def __repr__(self) -> str:
+        return f"EntryPoint({self.name!r}, {self.value!r}, package={self.package!r})"
+
+
+@dataclass
+class Installed:
+    """What discovery found: the `rundiff` entry points and rundiff's own version.
+
+    `origin` says where from, for RUNDIFF_TRACE_PLUGINS: the scan, or the cache file."""
+
+    entry_points: list[EntryPoint]
+    rundiff_version: str | None
+    origin: str
+
+
+def installed() -> Installed:
+    """The `rundiff` entry points of the installed distributions, from the cache when it is
+    still true, else from `importlib.metadata` (and cached when the install has settled)."""
+    path = _cache_file()
+    key = _cache_key()
+    if path is None or key is None:
+        return _scan("a scan of the installed distributions (cache off)")
+    entries = _read_cache(path)
+    for entry in entries:
+        if entry.get("key") == key and _still_true(entry):
+            eps = [EntryPoint(*row) for row in entry["eps"]]
+            return Installed(eps, entry["rundiff"], f"the cache {path}")
+    before = _fingerprint(key[1])
+    found = _scan("a scan of the installed distributions")
+    after = _fingerprint(key[1])
+    if before is None or before != after or not _settled(before):
+        found.origin += " (not cached: the install changed in the last seconds)"
+        return found
+    entry = {"key": key, "paths": before[0], "eggs": before[1],
+             "rundiff": found.rundiff_version, "eps": [ep.as_row() for ep in found.entry_points]}
+    entries = [entry] + [e for e in entries if e.get("key") != key][:CACHE_KEEP - 1]
+    if _write_cache(path, entries):
+        found.origin += f" (cached in {path})"
+    return found
+
+
+def _scan(origin: str) -> Installed:
+    from importlib import metadata
+
+    eps = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        eps.append(EntryPoint(ep.name, ep.value, dist.name if dist else ep.value.split(":")[0],
+                              dist.version if dist else None))
     try:
-        return metadata.version(dist)
+        version: str | None = metadata.version("rundiff")
     except metadata.PackageNotFoundError:
+        version = None
+    return Installed(eps, version, origin)
+
+
+def user_cache_dir() -> str:
+    """RUNDIFF_CACHE_DIR, else `platformdirs.user_cache_dir("rundiff")` (computed here on Linux and
+    macOS, where importing platformdirs would cost more than the cache saves)."""
+    env = os.environ.get("RUNDIFF_CACHE_DIR")
+    if env:
+        return env
+    if sys.platform == "darwin":
+        return os.path.join(os.path.expanduser("~/Library/Caches"), "rundiff")
+    if os.name == "posix":
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.cache")
+        return os.path.join(base, "rundiff")
+    import platformdirs
+
+    return platformdirs.user_cache_dir("rundiff")
+
+
+def _cache_file() -> str | None:
+    if os.environ.get("RUNDIFF_PLUGIN_CACHE", "").strip().lower() in ("0", "false", "no", "off"):
         return None
+    try:
+        return os.path.join(user_cache_dir(), "plugins", "entry-points.json")
+    except Exception:  # no home directory, say: scan every time
+        return None
+
+
+def _cache_key() -> list[Any] | None:
+    """[interpreter, absolute sys.path]; None when a metadata finder other than the standard
+    path finder is installed (its distributions could change without any stat showing it)."""
+    from importlib.machinery import PathFinder
+
+    for finder in sys.meta_path:
+        if getattr(finder, "find_distributions", None) is not None and finder is not PathFinder:
+            return None
+    return [sys.executable, [os.path.abspath(p or ".") for p in sys.path if isinstance(p, str)]]
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ino, st.st_dev, st.st_size]
+
+
+def _fingerprint(paths: list[str]) -> tuple[list[Any], list[Any]] | None:
+    """The stats the cache is keyed on: each sys.path entry's own, and each `*.egg-info`'s (a dir,
+    its entry_points.txt and PKG-INFO), which setuptools rewrites in place without touching its
+    parent. A `*.dist-info` is never rewritten in place: installers add and remove it, which
+    changes the parent's mtime."""
+    stats, eggs = [], []
+    for root in paths:
+        stats.append(_stat(root))
+        try:
+            names = os.listdir(root) if os.path.isdir(root) else []
+        except OSError:
+            return None
+        for name in sorted(names):
+            low = name.lower()
+            if low.endswith(".egg-info") or (low == "egg-info" and root.lower().endswith(".egg")):
+                egg = os.path.join(root, name)
+                eggs.append([egg, _egg_stats(egg)])
+    return stats, eggs
+
+
+def _egg_stats(egg: str) -> list[Any]:
+    return [_stat(egg), _stat(os.path.join(egg, "entry_points.txt")),
+            _stat(os.path.join(egg, "PKG-INFO"))]
+
+
+def _settled(fingerprint: tuple[list[Any], list[Any]]) -> bool:
+    """Every recorded mtime is old enough that a later change cannot share it."""
+    stats, eggs = fingerprint
+    horizon = time.time_ns() - SETTLED_NS
+    every = [*stats, *(s for _egg, group in eggs for s in group)]
+    return all(s is None or s[0] < horizon for s in every)
+
+
+def _still_true(entry: dict[str, Any]) -> bool:
+    """A cached scan holds while no sys.path entry and no egg-info changed (no listing needed:
+    a directory's mtime changes whenever an entry is added, removed or renamed in it)."""
+    try:
+        paths = entry["key"][1]
+        if [_stat(p) for p in paths] != entry["paths"]:
+            return False
+        return all(_egg_stats(egg) == stats for egg, stats in entry["eggs"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False
+
+
+def _read_cache(path: str) -> list[dict[str, Any]]:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+        return []
+    entries = data.get("entries")
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _write_cache(path: str, entries: list[dict[str, Any]]) -> bool:
+    """Write atomically (a reader sees the old file or the new one); False when it cannot."""
+    import json
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"format": CACHE_FORMAT, "entries": entries}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+    return True
 
 
 _CURRENT: Plugins | None = None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..engines.arms import Grouping
+if TYPE_CHECKING:  # the engines load only when a command runs, never while the parser is built
+    from ..engines.arms import Grouping
 
 GROUP_BY_HELP = ("group runs into arms by these config keys (comma-separated, repeatable) instead "
                  "of the seed rule: declared seed siblings, else equal configs in one collection")
@@ -22,6 +24,8 @@ def add_arm_options(p: argparse.ArgumentParser, *, no_seeds_help: str = NO_SEEDS
 
 def grouping_from(args: argparse.Namespace) -> Grouping:
     """The Grouping the flags ask for (reads `[arms]` of the nearest rundiff.toml)."""
+    from ..engines.arms import Grouping
+
     return Grouping.from_options(no_seeds=getattr(args, "no_seeds", False),
                                  group_by=getattr(args, "group_by", None),
                                  project_file=getattr(args, "project_file", None))

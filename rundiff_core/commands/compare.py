@@ -6,13 +6,16 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..engines.options import ALIGN_MODES
 from ..errors import UsageError
 from ..render import dumps
 from ..render.formats import emit, format_choices
 from ._pushdown import add_switch, push_arms
 from .arm_options import add_arm_options, grouping_from
 from .goal_options import add_goal_option, goals_from
+
+# engines.options.ALIGN_MODES, spelled out: building the parser imports no engine module
+# (tests/core/test_startup_imports.py checks the two agree)
+ALIGN_MODES = ("nearest", "interpolate")
 
 if TYPE_CHECKING:
     from ..cli import CommandHost

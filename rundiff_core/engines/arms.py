@@ -252,12 +252,18 @@ def load_arm_rules(project_file: str | None = None) -> ArmRules:
     return ArmRules(**out, project_file=path)
 
 
+_DISTINCT = re.compile(r"[\d._/\\-]")  # a name with a digit or a separator names one run
+
+
 def _self_values(run: Run) -> set[str]:
+    """The strings that name this run: its name, id, address and path, and the last part of
+    each — the bare ones only when distinctive (`version_11`, `exp-a`, `abc12345`): a folder
+    named `train` does not make `mode: train` name the run."""
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
     values = {run.name, run.run_id, run.address, run.address.split(":", 1)[-1]}
     if isinstance(path, str) and path:
         values |= {path, os.path.basename(os.path.normpath(path))}
-    return {v for v in values if isinstance(v, str) and v}
+    return {v for v in values if isinstance(v, str) and v and _DISTINCT.search(v)}
 
 
 def _is_self_value(value: Any, own: set[str], folder: str | None) -> bool:
