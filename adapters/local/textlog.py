@@ -36,6 +36,7 @@ so tqdm's rewritten progress lines are records too):
 from __future__ import annotations
 
 import ast
+import json
 import math
 import os
 import re
@@ -178,6 +179,11 @@ _WRAPPED = re.compile(r"\b(?:np\.[a-z0-9_]+|numpy\.[a-z0-9_]+|tensor|torch\.tens
 # prefix "epoch {:03d}" (+ " | valid on '<subset>' subset")
 _FAIRSEQ = re.compile(r"(?:^|\|\s)epoch (?P<epoch>\d{3,})(?P<rest>:\s+\d+ / \d+ .*|\s\|\s.*)$")
 _FS_INNER = re.compile(r"^:\s+(?P<i>\d+) / (?P<n>\d+) (?P<stats>.*)$")
+# fairseq --log-format json: "<time> | INFO | train_inner | {…}" (values as strings), or under
+# fairseq-hydra-train "[<time>][train_inner][INFO] - {…}"; an epoch's `train`/`valid` records
+# prefix their keys with the tag (`valid_loss`, `valid_num_updates`)
+_FS_JSON = re.compile(r"(?:\|\s*(?P<tag>[\w.-]+)\s*\|\s*|\]\[(?P<tag2>[\w.-]+)\]\[[A-Z]+\] - )"
+                      r"(?P<json>\{\".*\})\s*$")
 _FS_SUBSET = re.compile(r"^(?:valid|test) on '(?P<subset>[^']+)' subset$|^(?P<s2>[\w.-]+) on "
                         r"'(?P<s3>[^']+)' subset$")
 
@@ -248,7 +254,8 @@ def _framework(lines: list[str]) -> Grammar | None:
         _TT_TQDM.match(ln).group("desc")) is not None)
     if tqdm >= 2:
         return Grammar(step="step", framework="torchtune-tqdm")
-    rows = [row for ln in lines if (m := _FAIRSEQ.search(ln)) and (row := _fairseq_row(m))]
+    rows = [row for ln in lines if (row := _fairseq_json_row(ln) or (
+        (m := _FAIRSEQ.search(ln)) and _fairseq_row(m)))]
     if len(rows) >= 2 and any("num_updates" in stats for _, stats in rows):
         return Grammar(step="num_updates", framework="fairseq")
     dicts = sum(1 for ln in lines if _dict_record(ln) is not None)
@@ -286,6 +293,31 @@ def _dict_record(line: str) -> dict[str, float] | None:
         return None
     out = {str(k): f for k, v in data.items() if isinstance(k, str) and (f := _number(v)) is not None}
     return out or None
+
+
+def _fairseq_json_row(line: str) -> tuple[str, dict[str, float]] | None:
+    """(prefix, numbers) of a fairseq `--log-format json` record: "" for train_inner, `<tag>/`
+    (the tag's own key prefix removed) for an epoch's train or validation record."""
+    m = _FS_JSON.search(line)
+    if m is None:
+        return None
+    tag = m.group("tag") or m.group("tag2")
+    if tag in ("fairseq_cli.train", "fairseq.trainer") or "." in tag:
+        return None
+    try:
+        data = json.loads(m.group("json"))
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "epoch" not in data:
+        return None
+    strip = f"{tag}_"
+    out = {}
+    for k, v in data.items():
+        key = k[len(strip):] if tag != "train_inner" and k.startswith(strip) else k
+        if _KEY.match(key) and (f := _number(v)) is not None:
+            out[key] = f
+    prefix = "" if tag == "train_inner" else f"{tag}/"
+    return (prefix, out) if "num_updates" in out else None
 
 
 def _fairseq_row(m: re.Match[str]) -> tuple[str, dict[str, float]] | None:
@@ -499,8 +531,11 @@ def _read_fairseq(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame,
     pending: list[tuple[str, dict[str, float]]] = []
     for line in _lines(path):
         lines += 1
-        m = _FAIRSEQ.search(line.rstrip("\n"))
-        row = _fairseq_row(m) if m else None
+        text = line.rstrip("\n")
+        row = _fairseq_json_row(text)
+        if row is None:
+            m = _FAIRSEQ.search(text)
+            row = _fairseq_row(m) if m else None
         if row is None:
             skipped += line.strip() != ""
             continue

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rundiff_adapters.local.textlog import read_text_log, sniff_text
 
@@ -288,3 +289,38 @@ def test_a_huge_garbage_file_is_sniffed_from_its_head_and_tail_only(tmp_path):
     with pytest.raises(InputError):  # nothing else in the folder: no run, found fast
         open_source(f"local:{tmp_path}")
     assert time.perf_counter() - t0 < 1.0
+
+
+# -- real fairseq logs (facebookresearch/fairseq, MIT; tests/fixtures/realworld/textlogs) --------
+FAIRSEQ_REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "textlogs"
+
+
+@pytest.mark.parametrize("source, log, keys", [
+    ("fairseq-fb-sweep-mock-results", "fb_sweep/mock_results/big_run.run1/train.log",
+     {"train_inner/loss": "loss", "train_inner/lr": "lr", "train_inner/ppl": "ppl"}),
+    ("fairseq-fb-sweep-mock-results", "fb_sweep/mock_results/run_simple/train.log",
+     {"train_inner/loss": "loss"}),
+    ("fairseq-pr4315-wav2vec-stdout", "examples/wav2vec/first_try.out",
+     {"train_inner/loss": "loss", "train_inner/accuracy": "accuracy",
+      "valid/valid_loss": "valid/loss", "valid/valid_accuracy": "valid/accuracy",
+      "train/train_loss": "train/loss"}),
+])
+def test_real_fairseq_logs_in_both_log_formats(source, log, keys):
+    """`--log-format json` (values as strings; `valid_*`-prefixed epoch records, under
+    fairseq-hydra-train's `[time][tag][LEVEL] - ` prefix too) and the simple text format: x =
+    num_updates, every record; figures from each fixture's expected.json (stdlib-computed)."""
+    from rundiff_core import load_run
+
+    root = FAIRSEQ_REAL / source
+    expected = json.loads((root / "expected.json").read_text())["files"][log]["metrics"]
+    run = load_run(f"local:{root / log}")
+    assert run.meta["layout"] == "text"
+    for theirs, ours in keys.items():
+        if theirs not in expected:
+            continue
+        want = expected[theirs]
+        steps, values, _ = run.series(ours)
+        assert len(steps) == want["points"], (ours, len(steps), want)
+        assert (steps[0], steps[-1]) == (want["first_step"], want["last_step"])
+        assert values[-1] == pytest.approx(want["last_value"])
+        assert np.nanmin(values) == pytest.approx(want["min"]) and np.nanmax(values) == pytest.approx(want["max"])
