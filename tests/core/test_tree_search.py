@@ -96,3 +96,22 @@ def test_a_folder_of_nothing_is_a_clear_error(tmp_path, capsys):
     assert main(["ls", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rundiff: error: no adapter recognises") and "Traceback" not in err
+
+
+REAL = TREES.parent
+SOURCES = sorted(p.relative_to(REAL).as_posix() for p in REAL.glob("*/*")
+                 if (p / "PROVENANCE.md").is_file() and p.parent.name != "trees")
+NO_RUNS = {"yaml-pyobject/carlschader-arcface-lightning"}  # an hparams.yaml, no metrics at all
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_ls_on_the_top_folder_of_every_real_source_finds_runs(source, capsys):
+    """The first command a user types on a downloaded folder finds its runs — or says plainly
+    that there are none (one line, exit 2)."""
+    code = main(["ls", str(REAL / source), "--no-points", "--format", "json"])
+    out = capsys.readouterr()
+    if source in NO_RUNS:
+        assert code == 2 and out.err.startswith("rundiff: error:") and "Traceback" not in out.err
+        return
+    assert code == 0, out.err
+    assert json.loads(out.out), source
