@@ -99,40 +99,55 @@ def load_project_headline(path: str | None) -> str | None:
 def choose(runs: Sequence[Run], candidates: Sequence[str], counts: Counter[str], *,
            groups: dict[str, str], goals: GoalRules, limit: int = 4) -> Choice:
     """The headline and up to `limit` metrics among `candidates` (keys most runs log, with
-    `groups[key]` their proxy/downstream group), by rules 2–3 of the module docstring."""
+    `groups[key]` their proxy/downstream group), by rules 2–3 of the module docstring. Only the
+    metrics that would be chosen are checked for information (a fleet's runs answer each check
+    from their facts; a key nobody would pick costs nothing)."""
     skipped: list[dict[str, str]] = []
-    keep: list[str] = []
-    for k in candidates:
-        why = uninformative(runs, k)
-        if why is None:
-            keep.append(k)
-        else:
-            skipped.append({"metric": k, "why": why})
-    known = {k: goals.direction(k, runs).known for k in keep}
+    verdict: dict[str, bool] = {}
+
+    def informative(k: str) -> bool:
+        if k not in verdict:
+            why = uninformative(runs, k)
+            verdict[k] = why is None
+            if why is not None:
+                skipped.append({"metric": k, "why": why})
+        return verdict[k]
+
+    def first(keys: Sequence[str], n: int) -> list[str]:
+        out = []
+        for k in keys:
+            if len(out) >= n:
+                break
+            if informative(k):
+                out.append(k)
+        return out
+
+    known = {k: goals.direction(k, runs).known for k in candidates}
 
     def order(k: str) -> tuple:
         return (-counts[k], not known[k], main_rank(k), natural_key(k))
 
-    downstream = sorted((k for k in keep if groups.get(k) == "downstream"), key=order)
-    proxy = sorted((k for k in keep if groups.get(k) == "proxy"), key=order)
+    downstream = sorted((k for k in candidates if groups.get(k) == "downstream"), key=order)
+    proxy = sorted((k for k in candidates if groups.get(k) == "proxy"), key=order)
     project = load_project_headline(goals.project_file)
-    if project and project in keep:
-        rest = [m for m in downstream or proxy if m != project]
-        return Choice([project, *rest][:limit], f"[headline] metric in {goals.project_file}",
-                      skipped)
-    declared = declared_headline(runs, keep)
-    if declared is not None:
+    if project and project in candidates and informative(project):
+        rest = first([m for m in downstream or proxy if m != project], limit - 1)
+        return Choice([project, *rest], f"[headline] metric in {goals.project_file}", skipped)
+    declared = declared_headline(runs, [k for k in candidates if verdict.get(k, True)])
+    if declared is not None and informative(declared[0]):
         metric, source = declared
-        rest = [m for m in downstream or proxy if m != metric]
-        return Choice([metric, *rest][:limit], f"declared by the runs: {source}", skipped)
-    if downstream:
-        return Choice(downstream[:limit], "the downstream metric most runs log", skipped)
-    if proxy:
-        loss = [k for k in proxy if goals.direction(k, runs).goal == "min"]
-        first = loss[:1] or proxy[:1]
-        rule = ("the proxy loss most runs log (no downstream metric)" if loss
-                else "the proxy metric most runs log (no downstream metric, no loss)")
-        return Choice([*first, *[k for k in proxy if k not in first]][:limit], rule, skipped)
+        rest = first([m for m in downstream or proxy if m != metric], limit - 1)
+        return Choice([metric, *rest], f"declared by the runs: {source}", skipped)
+    chosen = first(downstream, limit)
+    if chosen:
+        return Choice(chosen, "the downstream metric most runs log", skipped)
+    losses = [k for k in proxy if goals.direction(k, runs).goal == "min"]
+    lead = first(losses, 1)
+    rule = ("the proxy loss most runs log (no downstream metric)" if lead
+            else "the proxy metric most runs log (no downstream metric, no loss)")
+    chosen = lead + first([k for k in proxy if k not in lead], limit - len(lead))
+    if chosen:
+        return Choice(chosen, rule, skipped)
     return Choice([], "no metric carries information", skipped)
 
 
