@@ -3,7 +3,8 @@
 Every subcommand — rundiff's own (`rundiff_core.builtins`, one module each under `commands/`) and
 a plugin's — is added through `rundiff_register_commands`; global backend options come from the
 adapters that declare them (`AdapterSpec.options`). Building the parser imports no engine, so
-`rundiff --help` stays instant.
+`rundiff --help` stays instant. rundiff's own subcommands are listed by name and one-line help and
+built when used (`CommandHost.add_lazy`): `rundiff ls …` imports and builds `ls` alone.
 
 Exit codes: 0 success, 1 a check the user asked for failed (e.g. `watch --once` raised alerts),
 2 usage or input error (a RundiffError: one line plus a hint; `--debug` shows the traceback),
@@ -23,13 +24,37 @@ from .errors import PluginError, RundiffError
 
 
 class _Parser(argparse.ArgumentParser):
+    # A lazily built subcommand's arguments: added the first time the parser parses or formats.
+    _build: Callable[[argparse.ArgumentParser], None] | None = None
+
     def error(self, message: str) -> None:  # exit 2 with a one-line message, like every user error
         self.print_usage(sys.stderr)
         sys.stderr.write(f"rundiff: error: {message}\n")
         raise SystemExit(2)
 
+    def materialize(self) -> _Parser:
+        """Add this subcommand's arguments now if they were deferred; returns self."""
+        build, self._build = self._build, None
+        if build is not None:
+            build(self)
+        return self
 
-def build_parser() -> argparse.ArgumentParser:
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.materialize()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.materialize()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.materialize()
+        return super().format_help()
+
+
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole `rundiff` command line. With `lazy`, rundiff's own subcommands get their
+    arguments when one is used (what `main` does); without it every parser is complete."""
     from .plugins import get_plugins
 
     plugins = get_plugins()
@@ -40,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help=f"{opt.help} (sets {opt.env}; {spec.name} adapter)".lstrip())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     plugins.add_commands(CommandHost(sub, plugins))
+    if not lazy:
+        for child in sub.choices.values():
+            if isinstance(child, _Parser):
+                child.materialize()
     return parser
 
 
@@ -90,6 +119,17 @@ class CommandHost:
             info.commands.append(name)
         return parser
 
+    def add_lazy(self, name: str, *, help: str, build: Callable[[Any], None]) -> None:
+        """A subcommand listed now (name and one-line help) and built when it is used:
+        `build(host)` then calls `host.add_parser(name, **kwargs)` and adds the arguments, as a
+        command module's `add_parser` does. Names are checked and recorded now, as for
+        `add_parser`; `help` here is the one `rundiff --help` shows (the module's is ignored)."""
+        parser = self.add_parser(name, help=help)
+        if isinstance(parser, _Parser):
+            parser._build = lambda p: build(_Into(p))
+        else:  # a subparsers action of another parser class: build now
+            build(_Into(parser))
+
     def _owner(self, name: str) -> str | None:
         taken = self._sub.choices.get(name)
         if taken is None:
@@ -97,6 +137,29 @@ class CommandHost:
         plugin = taken.get_default("_plugin")
         info = getattr(self._plugins, "info", {}).get(plugin)
         return "rundiff" if not plugin or info is not None and info.builtin else f"plugin '{plugin}'"
+
+
+class _Into:
+    """The host a lazily built subcommand's `add_parser(host)` receives: it fills the parser
+    already listed instead of adding one."""
+
+    _SETTABLE = ("description", "epilog", "formatter_class", "usage")
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self._parser = parser
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.pop("help", None)
+        unknown = sorted(set(kwargs) - set(self._SETTABLE))
+        if unknown:
+            raise TypeError(f"a lazily built command cannot set {', '.join(unknown)}")
+        for key, value in kwargs.items():
+            setattr(self._parser, key, value)
+        return self._parser
+
+    def add_command(self, name: str, *, help: str = "", description: str | None = None,
+                    **kwargs: object) -> argparse.ArgumentParser:
+        return self.add_parser(name, description=description or help, **kwargs)
 
 
 def _no_handler(plugin: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -110,12 +173,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv  # known before parsing: a failure while building the parser obeys it
     try:
-        parser = build_parser()
+        parser = build_parser(lazy=True)
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help()
             return 2
         apply_adapter_options(args)
+        if args.__dict__.get("_opens_no_source"):  # `adapters`, `plugins`: nothing to reuse
+            return int(args.func(args) or 0)
         from .resolve import reuse_loads
 
         with reuse_loads():

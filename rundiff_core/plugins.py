@@ -13,13 +13,13 @@ naming it and the fix; every other plugin keeps working. The process-wide set (`
 also prints those lines to stderr as it loads, so a broken install fails loudly, not silently.
 
 Finding the `rundiff` entry points means reading the metadata of every installed distribution
-(`importlib.metadata`, ~40 ms of a ~100 ms start). What that scan found is kept in
-`<user cache dir>/plugins/entry-points.json` (`RUNDIFF_CACHE_DIR` when set), keyed by the
-interpreter and `sys.path` and trusted only while every `sys.path` entry (and every `*.egg-info`,
-which setuptools rewrites in place) still has the stat it had: installing or removing a
-distribution changes its site directory's mtime, so the next start scans again. Stats younger
-than two seconds are never cached (file times are coarse), and a metadata finder other than the
-standard one turns the cache off. `RUNDIFF_PLUGIN_CACHE=0` turns it off too.
+(`importlib.metadata`: ~45 ms of the ~130 ms `rundiff --help` took). What that scan found is
+kept in `<user cache dir>/plugins/entry-points.json` (`RUNDIFF_CACHE_DIR` when set), keyed by
+the interpreter and `sys.path`, and trusted only while every `sys.path` entry (and every
+`*.egg-info`, which setuptools rewrites in place) still has the stat it had: installing or
+removing a distribution changes its site directory's mtime, so the next start scans again.
+Stats younger than two seconds are never cached (file times are coarse), and a metadata finder
+other than a sys.path one turns the cache off. `RUNDIFF_PLUGIN_CACHE=0` turns it off too.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, TextIO
 
@@ -64,18 +64,25 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 HOOK_NAMES = tuple(n for n in dir(hookspecs) if n.startswith("rundiff_"))
 
 
-@dataclass
 class PluginInfo:
-    name: str
-    module: str
-    package: str
-    version: str | None
-    builtin: bool
-    hooks: list[str] = field(default_factory=list)
-    adapters: list[str] = field(default_factory=list)
-    layouts: list[str] = field(default_factory=list)
-    reporters: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
+    """One loaded plugin, as `rundiff plugins` lists it (a plain class: a dataclass costs more
+    start-up to create than every use of this one)."""
+
+    __slots__ = ("name", "module", "package", "version", "builtin", "hooks", "adapters",
+                 "layouts", "reporters", "commands")
+
+    def __init__(self, name: str, module: str, package: str, version: str | None, builtin: bool,
+                 hooks: list[str] | None = None) -> None:
+        self.name, self.module, self.package, self.version = name, module, package, version
+        self.builtin = builtin
+        self.hooks: list[str] = list(hooks or [])
+        self.adapters: list[str] = []
+        self.layouts: list[str] = []
+        self.reporters: list[str] = []
+        self.commands: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"PluginInfo({self.name!r}, package={self.package!r}, builtin={self.builtin})"
 
 
 def _env_list(name: str) -> list[str] | None:
@@ -124,6 +131,7 @@ class Plugins:
         disabled = set(_env_list("RUNDIFF_DISABLE_PLUGINS") or [])
         seen: set[str] = set()
         found = installed()
+        self.discovery = found.origin  # where the entry points came from: a scan, or the cache
         self.trace(f"rundiff entry points from {found.origin}")
         for module_name in builtins:
             name = module_name.rsplit(".", 1)[-1]
@@ -462,14 +470,14 @@ class EntryPoint:
     has no distribution); `load()` imports it exactly as `importlib.metadata.EntryPoint.load`.
     """
 
-    pattern = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+    pattern = r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$"
     __slots__ = ("name", "value", "package", "version")
 
     def __init__(self, name: str, value: str, package: str | None, version: str | None) -> None:
         self.name, self.value, self.package, self.version = name, value, package, version
 
     def load(self) -> Any:
-        match = self.pattern.match(self.value)
+        match = re.match(self.pattern, self.value)  # compiled on first use, not at start-up
         module = importlib.import_module(match.group("module"))  # type: ignore[union-attr]
         attrs = filter(None, (match.group("attr") or "").split("."))  # type: ignore[union-attr]
         return functools.reduce(getattr, attrs, module)
@@ -481,15 +489,16 @@ class EntryPoint:
         return f"EntryPoint({self.name!r}, {self.value!r}, package={self.package!r})"
 
 
-@dataclass
 class Installed:
     """What discovery found: the `rundiff` entry points and rundiff's own version.
 
-    `origin` says where from, for RUNDIFF_TRACE_PLUGINS: the scan, or the cache file."""
+    `origin` says where from (RUNDIFF_TRACE_PLUGINS prints it): the scan, or the cache file."""
 
-    entry_points: list[EntryPoint]
-    rundiff_version: str | None
-    origin: str
+    __slots__ = ("entry_points", "rundiff_version", "origin")
+
+    def __init__(self, entry_points: list[EntryPoint], rundiff_version: str | None,
+                 origin: str) -> None:
+        self.entry_points, self.rundiff_version, self.origin = entry_points, rundiff_version, origin
 
 
 def installed() -> Installed:
@@ -561,14 +570,23 @@ def _cache_file() -> str | None:
 
 
 def _cache_key() -> list[Any] | None:
-    """[interpreter, absolute sys.path]; None when a metadata finder other than the standard
-    path finder is installed (its distributions could change without any stat showing it)."""
-    from importlib.machinery import PathFinder
-
+    """[interpreter, absolute sys.path]; None when a metadata finder other than a sys.path one
+    is installed (its distributions could change without any stat showing it)."""
     for finder in sys.meta_path:
-        if getattr(finder, "find_distributions", None) is not None and finder is not PathFinder:
+        if getattr(finder, "find_distributions", None) is not None and not _path_based(finder):
             return None
     return [sys.executable, [os.path.abspath(p or ".") for p in sys.path if isinstance(p, str)]]
+
+
+def _path_based(finder: Any) -> bool:
+    """The standard path finder, or the importlib_metadata backport's, which takes its place
+    once imported (it removes the standard one's find_distributions) and searches sys.path
+    the same way."""
+    from importlib.machinery import PathFinder
+
+    kind = finder if isinstance(finder, type) else type(finder)
+    return finder is PathFinder or (kind.__module__, kind.__name__) == ("importlib_metadata",
+                                                                       "MetadataPathFinder")
 
 
 def _stat(path: str) -> list[int] | None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("adapters", help="list adapters in detection order")
     p.add_argument("--format", choices=("md", "json"), default="md")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _opens_no_source=True)  # no reuse scope to set up
 
 
 def run(args: argparse.Namespace) -> int:

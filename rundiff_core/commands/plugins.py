@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def add_parser(sub: CommandHost) -> None:
     p = sub.add_parser("plugins", help="list installed plugins (JSON); --all includes built-ins")
     p.add_argument("--all", action="store_true", help="include built-in plugins")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _opens_no_source=True)  # no reuse scope to set up
 
 
 def run(args: argparse.Namespace) -> int:
