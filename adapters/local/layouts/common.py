@@ -8,8 +8,8 @@ import json
 import os
 from typing import Any
 
-from rundiff_core import LayoutMeta, flatten, seed_stem
-from rundiff_core import seed_from_name as _seed_from_name
+import rundiff_core  # the seed rule (engines.arms) loads when a run is read, not to sniff
+from rundiff_core import LayoutMeta, flatten
 
 Meta = LayoutMeta  # the name the layouts were written with
 MAX_JSON_BYTES = 512 << 20
@@ -25,12 +25,12 @@ def _stem(name: str) -> str:
 def seed_from_name(name: str) -> int | None:
     """`seed-3`, `seed_3`, `seed3`, `ppo_s3` → 3: the one seed rule (rundiff_core.seed_from_name)
     on the folder name or file stem."""
-    return _seed_from_name(_stem(name))
+    return rundiff_core.seed_from_name(_stem(name))
 
 
 def strip_seed(name: str) -> str:
     """The arm part of a run name: `ppo_s3` → `ppo`, `run-seed_2` → `run`."""
-    return seed_stem(_stem(name)) or name
+    return rundiff_core.seed_stem(_stem(name)) or name
 
 
 def read_json(path: str, notes: list[str]) -> Any:
