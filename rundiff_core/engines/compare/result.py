@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -196,6 +196,6 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON shape (`schema` names its version); plot data is not included."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("curves", "bands")}
+        d = jsonable(self, omit=("curves", "bands"))  # the plot data is never converted
         d["schema"] = SCHEMA
-        return jsonable(d)
+        return d
