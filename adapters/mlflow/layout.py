@@ -8,7 +8,6 @@ sqlite file holding MLflow's `runs`, `metrics` and `experiments` tables.
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -74,6 +73,8 @@ def is_mlflow_sqlite(path: str) -> bool:
     """A sqlite file with MLflow's tables (opened read-only; reads the schema page only)."""
     if not os.path.isfile(path) or _head(path, 16) != SQLITE_MAGIC:
         return False
+    import sqlite3  # only for a file that starts like a database: start-up stays light
+
     try:
         conn = sqlite3.connect(sqlite_ro_uri(path), uri=True)
         try:
@@ -97,6 +98,8 @@ def _sqlite_stores(folder: str, limit: int = 16) -> list[str]:
 
 def _run_count(path: str) -> int:
     """How many runs an MLflow sqlite database holds (0 when it cannot say)."""
+    import sqlite3
+
     try:
         conn = sqlite3.connect(sqlite_ro_uri(path), uri=True)
         try:

@@ -9,8 +9,6 @@ source in `source.py`.
 from __future__ import annotations
 
 import os
-import re
-import zipfile
 from collections.abc import Callable
 
 from rundiff_core import AdapterSpec, Claim, hookimpl
@@ -19,14 +17,11 @@ NAME = "trajectory"
 HEAD_BYTES = 8192
 EXTENSIONS = (".json", ".jsonl", ".ndjson", ".eval", ".traj")
 
-_NATIVE_KEYS = ('"messages"', '"passed"', '"finish_reasons"', '"assertion_results"', '"end_state"')
-
-
 def sniff_kind(path: str) -> str | None:
     """The trajectory format of a file or run folder, or None (reads a few KiB, lists one folder level)."""
-    if os.path.isdir(path):
-        from .formats import folder_kind
+    from .sniffing import folder_kind, head_kind
 
+    if os.path.isdir(path):
         return folder_kind(path)
     if not os.path.isfile(path) or not path.lower().endswith(EXTENSIONS):
         return None
@@ -35,6 +30,8 @@ def sniff_kind(path: str) -> str | None:
     if path.lower().endswith(".traj.json"):
         return "minisweagent"
     if path.lower().endswith(".eval"):
+        import zipfile  # only for an .eval file: zipfile pulls shutil, bz2, lzma into start-up
+
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())
@@ -46,26 +43,7 @@ def sniff_kind(path: str) -> str | None:
             head = fh.read(HEAD_BYTES).decode("utf-8", "ignore")
     except OSError:
         return None
-    if re.match(r'\s*\{\s*"version"\s*:\s*\d+', head) and '"eval"' in head:
-        return "inspect"
-    if re.match(r'\s*\[\s*\{\s*"task_id"', head) and '"reward"' in head:
-        return "taubench"
-    from .evalharness import is_lmeval_results, is_lmeval_samples, is_openhands_head
-    from .swebench import is_swebench_report
-
-    if is_swebench_report(path):
-        return "swebench"
-    low = path.lower()
-    if low.endswith((".jsonl", ".ndjson")) and is_openhands_head(head):
-        return "openhands"
-    if (low.endswith(".jsonl") and is_lmeval_samples(path, head)) or (
-            low.endswith(".json") and is_lmeval_results(path, head)):
-        return "lmeval"
-    if '"records"' in head and re.match(r"\s*\{", head):
-        return "traj"
-    if '"name"' in head and any(k in head for k in _NATIVE_KEYS):
-        return "traj"
-    return None
+    return head_kind(path, head, native_keys=True)
 
 
 def _samples_beside(path: str) -> bool:

@@ -20,12 +20,12 @@ from typing import Any
 from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, endpoint_of
 
 from .shell import exit_bucket, openhands_messages, shell_endpoint
+from .sniffing import RESULTS as _RESULTS
+from .sniffing import SAMPLES as _SAMPLES
 from .swebench import join_outcomes, repo_of
 
 TOL = 1e-6
 _LIMIT_ERROR = re.compile(r"max(?:imum)?[ _]iteration|budget|exceeded|limit", re.I)
-_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
-_RESULTS = re.compile(r"^results_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.json$")
 PRIMARY_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "f1", "em", "mc2", "mc1")
 
 
@@ -40,11 +40,6 @@ def _jsonl(path: str, run: TrajectoryRun):
 
 
 # -- OpenHands -----------------------------------------------------------------------------------------
-
-
-def is_openhands_head(head: str) -> bool:
-    first = head.lstrip().split("\n", 1)[0][:65536]
-    return first.startswith("{") and '"instance_id"' in head and ('"history"' in head or '"test_result"' in head)
 
 
 def load_openhands(path: str, report: str | None = None) -> TrajectoryRun:
@@ -106,16 +101,6 @@ def load_openhands(path: str, report: str | None = None) -> TrajectoryRun:
 
 
 # -- lm-evaluation-harness -----------------------------------------------------------------------------
-
-
-def is_lmeval_samples(path: str, head: str) -> bool:
-    return bool(_SAMPLES.match(os.path.basename(path))) or (
-        '"doc_id"' in head and '"filtered_resps"' in head and head.lstrip().startswith("{"))
-
-
-def is_lmeval_results(path: str, head: str) -> bool:
-    return head.lstrip().startswith("{") and '"results"' in head and (
-        '"configs"' in head or '"n-shot"' in head or '"versions"' in head)
 
 
 def results_meta(path: str) -> dict[str, Any]:

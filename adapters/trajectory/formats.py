@@ -31,6 +31,8 @@ from rundiff_core import (
     pick_finish,
 )
 
+from .sniffing import folder_kind, head_kind
+
 HOLDOUT_SPLITS = frozenset({"holdout", "frozen", "test_holdout", "heldout", "held_out", "frozen_holdout"})
 SELECTOR_KEYS = ("trial", "epoch", "repeat")
 INSPECT_DIRECT_VERSIONS = (1, 2)
@@ -52,29 +54,6 @@ def split_report(locator: str) -> tuple[str, str | None]:
     """`runs/gemini#report=logs` → (`runs/gemini`, `logs`): outcomes to join with a folder's trajectories."""
     head, sep, report = locator.partition("#report=")
     return (head, report) if sep and report else (locator, None)
-
-
-def folder_kind(path: str) -> str | None:
-    """`minisweagent`, `sweagent`, `swebench` (a report tree) or `lmeval` for a run folder, else None."""
-    from .evalharness import _RESULTS, _SAMPLES
-    from .swebench import is_minisweagent_folder, report_tree_files, sweagent_traj_files
-
-    if not os.path.isdir(path):
-        return None
-    if is_minisweagent_folder(path):
-        return "minisweagent"
-    if sweagent_traj_files(path):
-        return "sweagent"
-    if report_tree_files(path):
-        return "swebench"
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return None
-    results = [n for n in names if _RESULTS.match(n)]
-    if len(results) <= 1 and any(_SAMPLES.match(n) for n in names):
-        return "lmeval"
-    return None
 
 
 def read_trajectory_run(path: str, selector: tuple[str, int] | None = None,
@@ -126,9 +105,6 @@ def read_trajectory_run(path: str, selector: tuple[str, int] | None = None,
 def detect_format(path: str) -> str:
     """`inspect`, `taubench`, `swebench`, `sweagent`, `openhands`, `lmeval` or `traj`, from the
     extension and the first 64 KiB."""
-    from .evalharness import is_lmeval_results, is_lmeval_samples, is_openhands_head
-    from .swebench import is_swebench_report
-
     low = path.lower()
     if low.endswith(".eval"):
         return "inspect"
@@ -141,18 +117,7 @@ def detect_format(path: str) -> str:
             head = fh.read(65536).decode("utf-8", "ignore")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if re.match(r'\s*\{\s*"version"\s*:\s*\d+', head) and '"eval"' in head:
-        return "inspect"
-    if re.match(r'\s*\[\s*\{\s*"task_id"', head) and '"reward"' in head:
-        return "taubench"
-    if is_swebench_report(path):
-        return "swebench"
-    if low.endswith((".jsonl", ".ndjson")) and is_openhands_head(head):
-        return "openhands"
-    if (low.endswith(".jsonl") and is_lmeval_samples(path, head)) or (
-            low.endswith(".json") and is_lmeval_results(path, head)):
-        return "lmeval"
-    return "traj"
+    return head_kind(path, head, native_keys=False) or "traj"
 
 
 # -- helpers ----------------------------------------------------------------------------------------

@@ -25,6 +25,12 @@ import yaml
 from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, load_yaml_plain
 
 from .shell import exit_bucket, minisweagent_messages, shell_endpoint, sweagent_messages
+from .sniffing import (
+    is_swebench_report,
+    report_tree_files,
+    sweagent_traj_files,
+    traj_root,
+)
 
 REPORT_KEYS = ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids", "submitted_ids",
                "completed_ids", "incomplete_ids")
@@ -52,25 +58,6 @@ def _read_json(path: str, limit: int, run: TrajectoryRun | None, what: str) -> A
         run.skip(f"unreadable {what}")
         run.note(f"{os.path.basename(path)}: {str(exc).splitlines()[0][:160]} — skipped")
         return None
-
-
-def _head(path: str, n: int = HEAD) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(n).decode("utf-8", "ignore")
-    except OSError:
-        return ""
-
-
-def is_swebench_report(path: str) -> bool:
-    """A harness summary JSON (checked from its first 16 KiB: the count keys come first)."""
-    if not path.lower().endswith(".json") or os.path.basename(path) == "preds.json":
-        return False
-    head = _head(path, 16384)
-    if not head.lstrip().startswith("{"):
-        return False
-    counts = '"resolved_instances"' in head and '"submitted_instances"' in head  # upstream key order
-    return counts or ('"resolved_ids"' in head and ('"submitted_ids"' in head or '"unresolved_ids"' in head))
 
 
 def repo_of(instance_id: str) -> str | None:
@@ -164,17 +151,6 @@ def load_swebench_report(path: str) -> TrajectoryRun:
 
 
 # -- per-instance report.json tree -------------------------------------------------------------------
-
-
-def report_tree_files(folder: str) -> list[str]:
-    """`<folder>/<id>/report.json` files, sorted — when the first one is a harness grading report."""
-    files = sorted(glob.glob(os.path.join(glob.escape(folder), "*", "report.json")))
-    if not files:
-        return []
-    head = _head(files[0], 4096)
-    graded = '"resolved"' in head and any(k in head for k in ('"patch_exists"', '"patch_is_None"', '"tests_status"',
-                                                             '"patch_successfully_applied"'))
-    return files if graded else []
 
 
 def load_swebench_logs(folder: str) -> TrajectoryRun:
@@ -310,28 +286,6 @@ def join_outcomes(run: TrajectoryRun, report: str | None) -> None:
 # -- mini-swe-agent -----------------------------------------------------------------------------------
 
 
-def minisweagent_traj_files(folder: str) -> list[str]:
-    """`<id>/<id>.traj.json` (or `*.traj.json`) under a run folder or its `trajs/`/`trajectories/`."""
-    return _traj_root(folder)[1]
-
-
-def _traj_root(folder: str) -> tuple[str, list[str]]:
-    if os.path.isfile(folder):  # one `<id>.traj.json`: a run of one instance
-        return os.path.dirname(folder), [folder]
-    for where in (folder, os.path.join(folder, "trajs"), os.path.join(folder, "trajectories")):
-        esc = glob.escape(where)
-        files = sorted(glob.glob(os.path.join(esc, "*", "*.traj.json")) + glob.glob(os.path.join(esc, "*.traj.json")))
-        if files:
-            return where, files
-    return folder, []
-
-
-def is_minisweagent_folder(folder: str) -> bool:
-    return bool(minisweagent_traj_files(folder)) or (
-        os.path.isfile(os.path.join(folder, "preds.json")) and bool(glob.glob(os.path.join(glob.escape(folder),
-                                                                                          "exit_statuses_*.yaml"))))
-
-
 def _exit_statuses(folder: str, run: TrajectoryRun) -> dict[str, str]:
     """instance id → exit status from every `exit_statuses_*.yaml` (later files win, with a note)."""
     out: dict[str, str] = {}
@@ -367,7 +321,7 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
     run = TrajectoryRun(path=folder, format="minisweagent", harness="mini-swe-agent",
                         model=os.path.basename(os.path.normpath(folder)))
     single = os.path.isfile(folder)
-    traj_root, files = _traj_root(folder)
+    root, files = traj_root(folder)
     preds_path = os.path.join(folder, "preds.json")
     preds = _read_json(preds_path, MAX_TRAJ_FILE, run, "preds.json") if not single and os.path.isfile(
         preds_path) else None
@@ -388,7 +342,7 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
         file_id = os.path.basename(path)[: -len(".traj.json")]
         covered.add(file_id)
         parent = os.path.basename(os.path.dirname(path))
-        if os.path.normpath(os.path.dirname(path)) != os.path.normpath(traj_root) and parent != file_id:
+        if os.path.normpath(os.path.dirname(path)) != os.path.normpath(root) and parent != file_id:
             mismatched.append(f"{parent}/{os.path.basename(path)}")
         inner = data.get("instance_id")
         name = str(inner) if isinstance(inner, str | int) and str(inner).strip() else file_id
@@ -466,13 +420,6 @@ def load_minisweagent(folder: str, report: str | None = None) -> TrajectoryRun:
 
 
 # -- SWE-agent ---------------------------------------------------------------------------------------
-
-
-def sweagent_traj_files(path: str) -> list[str]:
-    if os.path.isfile(path):
-        return [path]
-    esc = glob.escape(path)
-    return sorted(glob.glob(os.path.join(esc, "*.traj")) + glob.glob(os.path.join(esc, "*", "*.traj")))
 
 
 def load_sweagent(path: str, report: str | None = None) -> TrajectoryRun:

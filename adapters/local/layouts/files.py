@@ -12,7 +12,6 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
 from ..sniff import SPLIT_NAMES, Sniff, one_row, read_table, sniff_table
-from ..textlog import sniff_text
 from .common import CONFIG_FILES, Meta, read_config_files, read_json, scalars
 
 RESULT_PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
@@ -46,6 +45,8 @@ def sniff_files(folder: str, files: list[str]) -> list[LayoutRun]:
             table.files.append(path)  # a .json file counts only as an array of records
             table.sniffs[path] = found
             continue
+        from ..textlog import sniff_text  # its grammars compile on first use, not at start-up
+
         grammar = sniff_text(path) if not low.endswith((".json", ".csv", ".tsv")) else None
         if grammar is not None:
             texts.append(LayoutRun(path, "text", [path], grammar.describe(), {path: grammar}))
