@@ -36,9 +36,10 @@ VERDICT_SAME = "indistinguishable within trial variance"
 VERDICT_UNKNOWN = "unknown — only one seed per arm; rerun with N>=3 before claiming improvement"
 VERDICTS = (VERDICT_B, VERDICT_A, VERDICT_SAME, VERDICT_UNKNOWN)
 
+SAME_LENGTH = 0.8  # a run ending before 80% of the other's last step is a shorter run (rank's REACH)
 CONFIG_COLLAPSE_AT = 10  # more changed keys → the count and the top 5 (the report stays ≤ 50 lines)
 GRAD_NORM_KEY = re.compile(r"grad(ient)?[_/.-]?norm", re.I)
-LR_KEY = re.compile(r"(^|[/._-])(lr|learning[_-]?rate)($|[/._-])", re.I)
+LR_KEY = re.compile(r"(^|[/._-])(lr\d*|learning[_-]?rate)($|[/._-])", re.I)  # YOLOv5: x/lr0
 EVENT_CLASSES = {
     "rollback": {"rollback", "rolled_back", "revert"},
     "kill": {"kill", "killed", "oom", "crash", "crashed", "abort", "aborted", "preempted"},
@@ -132,9 +133,10 @@ class DiffResult:
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     goal_reason: str = ""  # what decided the direction, in words a reader can check
     metric_rule: str = ""  # which rule chose the headline metric
+    lengths_differ: str | None = None  # the headline's finals come from different steps: how
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable(asdict(self))
+        return jsonable(self)
 
 
 def _series(run: Run, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -303,6 +305,7 @@ def run_diff(
     else:
         verdict, outside, note = verdict_for(var_a.n, var_b.n, delta, sigma, goal,
                                              direction.unknown_text())
+    lengths = _lengths_differ(a, b, headline_a, headline_b)  # stated beside the verdict, not in it
     preliminary = any(r.status == "running" for r in (a.primary, b.primary))
     if preliminary:
         verdict = f"{verdict} (preliminary)"
@@ -338,7 +341,25 @@ def run_diff(
         arms={side: _arm_info(arm) for side, arm in (("A", a), ("B", b))},
         goal_reason=direction.unknown_text() if goal is None else direction.reason,
         metric_rule=metric_rule,
+        lengths_differ=lengths,
     )
+
+
+def _lengths_differ(a: Arm, b: Arm, ha: dict[str, Any] | None, hb: dict[str, Any] | None) -> str | None:
+    """A sentence when one run's headline ends before `SAME_LENGTH` of the other's last step: its
+    final, best and last-10% mean are then not comparable numbers (`compare` reads both at the
+    shorter run's step)."""
+    if ha is None or hb is None:
+        return None
+    sa, sb = ha.get("final_step"), hb.get("final_step")
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (sa, sb)) or sa == sb:
+        return None
+    short, long_ = (("A", sa, a), ("B", sb, b)) if sa < sb else (("B", sb, b), ("A", sa, a))
+    if short[1] >= SAME_LENGTH * long_[1]:
+        return None
+    return (f"{short[0]} ends at step {short[1]:g}, {long_[0]} at step {long_[1]:g}: the finals, bests "
+            f"and last-10% means come from different points of training; `rundiff compare A B` "
+            f"reads both at step {short[1]:g}")
 
 
 def _default_metric(a: Arm, b: Arm, keys_a: list[str], keys_b: list[str],

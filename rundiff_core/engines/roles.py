@@ -48,7 +48,7 @@ class Rule:
 # names before the eval/ prefix, because a held-out loss still tracks the training objective.
 HEURISTIC: tuple[Rule, ...] = (
     Rule("diagnostic",
-         r"(^|[/._-])(lr|learning[_-]?rate|grad(ient)?[_-]?norm|param[_-]?norm|weight[_-]?norm|"
+         r"(^|[/._-])(lr\d*|learning[_-]?rate|grad(ient)?[_-]?norm|param[_-]?norm|weight[_-]?norm|"
          r"epoch|step|global[_-]?step|iter(ation)?|tokens?([_-]?seen)?|samples?([_-]?seen)?|"
          r"throughput|(samples|tokens|steps|it)[_-]?(per[_-]?sec(ond)?|/s)|mfu|memory|mem|gpu|"
          r"time|duration|wall[_-]?time|momentum|weight[_-]?decay|batch[_-]?size|scale)($|[/._-])",

@@ -50,8 +50,8 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
     out += ["", f"## Headline metric: {r.metric} ({goal})"]
     if r.metric_rule.startswith("declared"):
         out.append(f"_{r.metric} is the headline: {r.metric_rule}_")
-    if r.goal_source == "declared":
-        out.append(f"_{r.goal_reason}_")
+    if r.goal_source == "declared" and (r.goal_reason or "") not in r.metric_rule:
+        out.append(f"_{r.goal_reason}_")  # once: the headline's reason often already says it
     if r.headline_unavailable or r.headline_a is None or r.headline_b is None:
         out.append(r.headline_unavailable or "unavailable")
     else:
@@ -68,6 +68,8 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
              fmt_delta(b["last10_mean"] - a["last10_mean"], precision)],
         ]
         out += md_table(["metric", "A", "B", "Δ (B − A)"], rows)
+        if r.lengths_differ:
+            out.append(f"**Unequal lengths:** {r.lengths_differ}.")
         shared = set(r.available_metrics.get("A", [])) & set(r.available_metrics.get("B", []))
         if len(shared) > 1:
             out.append(f"{len(shared) - 1} other shared metrics: `rundiff compare` tables them, "
@@ -109,5 +111,7 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
     out += ["", "## Verdict"]
     if r.verdict_note:
         out.append(f"_{r.verdict_note}_  ")
+    if r.lengths_differ:
+        out.append(f"_unequal lengths: {r.lengths_differ.split(':')[0]} (see the headline)_  ")
     out.append(r.verdict)
     return "\n".join(out) + "\n"

@@ -236,6 +236,10 @@ def test_ultralytics_cli_ls_diff_compare_rank(capsys):
     assert main(["diff", str(V5 / "exp"), str(V5 / "exp2")]) == 0
     out = capsys.readouterr().out
     assert "`epochs`: 3 → 150" in out and "`imgsz`: 640 → 416" in out
+    # 3 epochs against 150: the finals are from different points of training, and the text says so
+    assert "**Unequal lengths:** A ends at step 2, B at step 149" in out
+    assert "_unequal lengths: A ends at step 2, B at step 149 (see the headline)_" in out
+    assert "- lr schedule: differs from step 1" in out  # YOLOv5 logs it as x/lr0
     a = YOLO11 / "yolo_train" / "runs" / "detect" / "train4"
     b = YOLO11 / "trash_classification" / "models" / "train11"
     assert main(["diff", str(a), str(b)]) == 0
@@ -249,15 +253,65 @@ def test_ultralytics_cli_ls_diff_compare_rank(capsys):
     assert "(goal: max)" in out
 
 
-def test_ultralytics_directions_come_from_the_vocabulary_not_a_declaration():
-    from rundiff_core.engines.directions import vocabulary
+@pytest.mark.parametrize("run_dir, main_term", [
+    (YOLO / "aarya01patil-ppe-yolov8" / "runs" / "detect" / "train", "metrics/mAP50-95(B)"),
+    (YOLO / "leaferd6712-bills-yolov5" / "runs" / "train" / "exp", "metrics/mAP_0.5:0.95"),
+])
+def test_ultralytics_validation_metrics_are_downstream_and_fitness_main_term_leads(run_dir, main_term):
+    from rundiff_core.engines.directions import declared_headline, vocabulary
+    from rundiff_core.engines.roles import classify
 
-    run = _load(YOLO / "aarya01patil-ppe-yolov8" / "runs" / "detect" / "train")["."]
-    assert not run.meta.get("goals")  # Ultralytics' fitness is not in the files
-    assert vocabulary("metrics/mAP50-95(B)").goal == "max"
-    assert vocabulary("metrics/mAP_0.5:0.95").goal == "max"
+    run = _load(run_dir)["."]
+    [(key, spec)] = run.meta["goals"].items()
+    assert key == main_term and spec["goal"] == "max" and spec["headline"] is True
+    assert "fitness = 0.1·mAP50 + 0.9·mAP50-95" in spec["source"]
+    keys = run.metric_keys()
+    assert declared_headline([run], keys) == (main_term, spec["source"])
+    for key in keys:
+        group = classify(key, runs=[run]).group
+        assert group == ("downstream" if key.startswith("metrics/") else
+                         "diagnostic" if key.startswith(("lr/", "x/")) else "proxy"), key
     assert vocabulary("train/box_loss").goal == "min"
-    assert vocabulary("lr/pg0").goal is None and vocabulary("time").goal is None
+
+
+def test_ultralytics_segment_run_declares_no_headline_of_two_fitness_terms(tmp_path):
+    """A segment run logs mAP50-95 of boxes (B) and masks (M); fitness adds both: no headline is
+    declared, the metrics are still downstream."""
+    src = YOLO / "aarya01patil-ppe-yolov8" / "runs" / "detect" / "train"
+    run_dir = tmp_path / "segment" / "train"
+    run_dir.mkdir(parents=True)
+    shutil.copy(src / "args.yaml", run_dir / "args.yaml")
+    lines = (src / "results.csv").read_text().splitlines()
+    head = [c.strip() for c in lines[0].split(",")]
+    scores = [i for i, c in enumerate(head) if c.startswith("metrics/")]
+    extra = [head[i].replace("(B)", "(M)") for i in scores]  # mask scores: the box cells again
+    rows = [",".join(cells + [cells[i] for i in scores]) for cells in (ln.split(",") for ln in lines[1:])]
+    (run_dir / "results.csv").write_text("\n".join([",".join(head + extra), *rows]) + "\n")
+    run = _load(run_dir)["."]
+    assert not run.meta.get("goals")
+    assert any("2 mAP50-95 columns: no headline declared" in n for n in run.fidelity)
+    from rundiff_core.engines.roles import classify
+
+    keys = run.metric_keys()
+    assert {classify(k, runs=[run]).group for k in keys if k.startswith("metrics/")} == {"downstream"}
+    assert "metrics/mAP50-95(M)" in keys and "metrics/mAP50-95(B)" in keys
+
+
+def test_ultralytics_compare_and_diff_lead_with_map50_95_not_a_loss(capsys):
+    runs = YOLO / "aarya01patil-ppe-yolov8" / "runs" / "detect"
+    assert main(["diff", str(runs / "train"), str(runs / "train2")]) == 0
+    out = capsys.readouterr().out
+    assert "## Headline metric: metrics/mAP50-95(B) (goal: max, declared by the runs)" in out
+    headline = out[out.index("## Headline metric"):out.index("| metric")]
+    assert headline.count("0.1·mAP50 + 0.9·mAP50-95") == 1  # the reason once, not twice
+    assert main(["compare", str(runs / "train"), str(runs / "train2")]) == 0
+    out = capsys.readouterr().out
+    downstream = out[out.index("## Downstream metrics"):out.index("## Notes")]
+    assert "metrics/mAP50-95(B) ↑" in downstream and "box_loss" not in downstream
+    reading = out[out.index("## Reading"):]
+    assert reading.index("metrics/mAP50-95(B)") < reading.index("metrics/mAP50(B)")
+    assert main(["compare", str(runs / "train"), str(runs / "train2"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["headline"] == "metrics/mAP50-95(B)"
 
 
 def test_ultralytics_renamed_folder_and_results_csv_given_alone():

@@ -14,8 +14,15 @@ callback writes into the same folder.
 - config: `args.yaml` as written (v8+: hyperparameters at top level), or `opt.yaml` with
   `hyp.yaml` under `hyp` (where YOLOv5 ≥ 6 also nests it inside opt.yaml).
 - status: unknown — nothing in the folder says whether training finished.
-- directions: none declared (Ultralytics' fitness, 0.1·mAP50 + 0.9·mAP50-95, is not in the
-  files); the vocabulary gives `metrics/mAP*` max and `*_loss` min.
+- groups: the `metrics/` columns are what Ultralytics' validator reports on the val split after
+  each epoch (`yolo val` prints the same): declared downstream, so `compare` and `diff` lead with
+  them rather than with a loss. `train/` and `val/` losses stay proxies.
+- headline: Ultralytics keeps `best.pt` by fitness, 0.1·mAP50 + 0.9·mAP50-95. Fitness itself is
+  not in the file; when the header has exactly one mAP50-95 column (detect; YOLOv5's
+  `metrics/mAP_0.5:0.95`), that column, fitness's main term, is declared the headline (goal max).
+  Segment and pose runs log two (box and mask/pose, and fitness adds both), classify runs log
+  top-1 and top-5: nothing is declared and the headline rule of `rundiff_core.engines.primary`
+  decides among the downstream columns. The vocabulary gives `*_loss` min.
 """
 
 from __future__ import annotations
@@ -142,11 +149,44 @@ def meta(run: LayoutRun) -> Meta:
     if rows is not None and isinstance(epochs, int) and not isinstance(epochs, bool) and rows < epochs:
         out.notes.append(f"results.csv has {rows} epoch row(s) of epochs: {epochs} (stopped early, "
                          "interrupted or still running: the files do not say which; status unknown)")
+    _declare_metrics(out, _header(os.path.join(d, RESULTS)))
     events = run.sniffs.get("owns_events") or []
     if events:
         out.notes.append(f"{', '.join(events)}: TensorBoard file of the same run (Ultralytics' "
                          "callback), read with results.csv")
     return out
+
+
+MAP50_95 = re.compile(r"^metrics/mAP(50-95|_0\.5:0\.95)(\([A-Z]\))?$")
+FITNESS = "Ultralytics keeps best.pt by fitness = 0.1·mAP50 + 0.9·mAP50-95; this is its main term"
+
+
+def _header(path: str) -> list[str]:
+    """results.csv's column names, stripped (first 64 KiB; [] when unreadable)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(65536)
+    except OSError:
+        return []
+    return [c.strip() for c in first.split(",") if c.strip()]
+
+
+def _declare_metrics(out: Meta, columns: list[str]) -> None:
+    """`metrics/*` are the validator's results (downstream); one mAP50-95 column is the headline."""
+    scores = [c for c in columns if c.startswith("metrics/")]
+    if not scores:
+        return
+    out.meta["groups"] = {c: "downstream" for c in scores}
+    main = [c for c in scores if MAP50_95.match(c)]
+    if len(main) == 1:
+        out.goals[main[0]] = "max"
+        out.goal_sources[main[0]] = FITNESS
+        out.meta["goals"] = {main[0]: {"goal": "max", "source": FITNESS, "headline": True}}
+        out.notes.append(f"{main[0]}: the headline (Ultralytics' fitness, 0.1·mAP50 + "
+                         "0.9·mAP50-95, picks best.pt); metrics/* are validation results: downstream")
+    else:
+        out.notes.append("metrics/* are validation results: downstream"
+                         + (f" ({len(main)} mAP50-95 columns: no headline declared)" if main else ""))
 
 
 def _read_results(path: str) -> tuple[pd.DataFrame, list[str], list[str]]:

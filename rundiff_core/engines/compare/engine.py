@@ -23,7 +23,7 @@ from ...errors import UsageError
 from ...model import Run
 from ..align import ALIGN_MODES, axis_from_key, first_decrease, relative_wall_time
 from ..arms import Arm, label_arms
-from ..directions import GoalRules, goal_rules
+from ..directions import GoalRules, declared_headline, goal_rules
 from ..metricnames import NameResolution, resolve_names
 from ..primary import uninformative_keys
 from ..roles import GroupRules
@@ -274,6 +274,10 @@ def run_compare(
 
     infos = [_arm_info(a, labels[i], "student" if i == si else "baseline", current[i])
              for i, a in enumerate(arms)]
+    lead = declared[0] if declared else None
+    if lead is None:  # the metric the runs' framework picks its best model by, when compared
+        found = declared_headline(all_runs, metric_names)
+        lead = found[0] if found else None
     result = CompareResult(
         student=infos[si],
         baselines=[info for i, info in enumerate(infos) if i != si],
@@ -295,6 +299,7 @@ def run_compare(
         families=fams,
         skipped=skipped,
         show_all=show_all,
+        headline=lead,
     )
     result.trend_lines = trend_lines(result)
     result.conclusion = _conclusion(result)

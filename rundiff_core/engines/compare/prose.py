@@ -51,7 +51,7 @@ def _conclusion(r: CompareResult) -> list[str]:
     at = f"{r.x_label} {r.current_x:g}"
     downstream_ok = sorted((m for m in r.shown_group("downstream")
                             if m.state == "ok" and any(row.state == "ok" for row in m.rows[1:])),
-                           key=lambda m: main_rank(m.metric))
+                           key=lambda m: (m.metric != r.headline, main_rank(m.metric)))
     family = _family_sentence(r, "downstream")
     if not downstream_ok and family is None:
         pending = [m.metric for m in r.group("downstream")]

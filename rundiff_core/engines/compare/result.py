@@ -178,6 +178,7 @@ class CompareResult:
     skipped: list[Skipped] = field(default_factory=list)
     trend_lines: list[str] = field(default_factory=list)  # shown metrics, one line per run pair
     show_all: bool = False
+    headline: str | None = None  # the first --metric, else the metric the runs declare their best by
     curves: dict[str, list[Curve]] = field(default_factory=dict, repr=False)
     bands: dict[str, list[Band]] = field(default_factory=dict, repr=False)
 
