@@ -1,27 +1,35 @@
-"""`rundiff rank` and `rundiff report` over growing fleets: 100, 1,000, 10,000 (and 100,000) runs of
-2 metrics × 5,000 steps, through `parquet:` (a fleet dataset written by `rundiff export`; the
-queries pushed down to DuckDB, fleet/pushdown.py) and, up to 10,000 runs, through `parquet:` with
-`--no-pushdown` (every history loaded, "parquet-mem") and `journal:` (the run folders themselves);
-"parquet-dask" runs the pushed-down queries with `--engine dask`.
+"""`rundiff rank`, `report`, `ablate`, `compare` and `watch` over growing fleets, as fresh processes.
 
-Above 10,000 runs the dataset is exported from runs generated in memory (bench/synthetic_fleet.py,
-the same shape) instead of journal folders. `rundiff export` stores each pack segment's facts
-(fleet/facts.py) as it writes it; a dataset exported before that gets them on its next export.
-Each command runs as a fresh process (start-up included), as a user runs it; the table gives wall
-time, CPU time (user + sys) and peak RSS per size, then the growth fitted between the two largest
-sizes (time ∝ runs^k). Inputs are generated once and cached under bench/out/scale-N/.
-Targets (issue "Scale"): 10,000 runs ranked through parquet: in under 10 s; 100,000 in under 60 s
-with peak memory under 4 GiB.
-`--commands` adds `compare` (every run an arm's seed, against the one with the fewest steps) and
-`watch` (`--once`, a first poll: every point is new; `watch-again`: a second poll, nothing new).
-Usage: python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
+Two modes:
+
+- `--runs N` (the issue's scale test): fleets of 1,000, 10,000 and N runs of 2 metrics × 500
+  steps (`--steps`), each generated straight into a fleet dataset by bench/fleetgen100k.py (the
+  export's own writer, 2 processes, no run folders) and cached under bench/out/fleetgen-NxS/;
+  `rank`, `report`, `ablate` and `watch` pushed down (DuckDB; `--backends parquet,parquet-dask`
+  adds `--engine dask` on a LocalCluster of two worker processes). It prints each dataset's
+  build time, then per command and size the wall time, CPU time (user + sys of the command's
+  process and its children) and peak RSS, and the growth exponent k (time ∝ runs^k) from the
+  smallest to the largest size and between neighbours.
+- `--sizes` (default 100,1000,10000 × 5,000 steps): the same commands through `parquet:` pushed
+  down, `parquet:` with `--no-pushdown` ("parquet-mem", every history loaded) and `journal:` (the
+  run folders themselves) — sizes above 10,000 come from bench/fleetgen100k.py (no journal
+  backend there).
+
+Every command runs as a fresh process (start-up included), as a user runs it. `rundiff export`
+stores each pack segment's facts (fleet/facts.py) as it writes it, and so does the generator.
+Targets (issue 25): 10,000 runs ranked in ≤ 10 s; 100,000 in < 60 s with peak memory < 4 GiB.
+`compare` (every run an arm's seed, against the one with the fewest steps) and `watch-again` (a
+second poll, nothing new) are there too, on request.
+Usage: python bench/bench_scale.py --runs 100000 [--steps 500] [--repeat 1]
+       python bench/bench_scale.py [--sizes 100,1000,10000] [--steps 5000] [--quick]
        [--backends parquet,parquet-mem,journal,parquet-dask]
-       [--commands rank,report,compare,watch,watch-again]
+       [--commands rank,report,ablate,compare,watch,watch-again]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -29,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 JOURNAL_MAX = 10_000
 TARGETS = {("rank", "parquet", 10_000): (10.0, None), ("rank", "parquet", 100_000): (60.0, 4.0)}
+GENERATOR_WORKERS = 2
 
 
 def generate_journals(root: str, runs: int, steps: int) -> None:
@@ -58,29 +69,39 @@ def generate_journals(root: str, runs: int, steps: int) -> None:
             fh.write('{"status": "finished"}')
 
 
-def export_synthetic(dataset: str, runs: int, steps: int) -> None:
-    """Export `runs` synthetic runs (bench/synthetic_fleet.py: the journals' shape, generated in
-    memory) straight into a fleet dataset: 10⁹ points as journal files first would take hours."""
-    sys.path.insert(0, HERE)
-    from synthetic_fleet import SyntheticFleet
+def generated(runs: int, steps: int) -> str:
+    """A fleet dataset of `runs` synthetic runs × `steps` steps (bench/fleetgen100k.py: the
+    export's writer in 2 processes, no run folders), built once and cached."""
+    base = os.path.join(HERE, "out", f"fleetgen-{runs}x{steps}")
+    dataset = os.path.join(base, "fleet")
+    done = os.path.join(base, ".built")
+    if not os.path.exists(done):
+        sys.path.insert(0, HERE)
+        from fleetgen100k import generate
 
-    from rundiff_core.fleet import export_fleet
+        print(f"  generating {runs:,} runs × {steps:,} steps into {dataset} (cached) …",
+              flush=True)
+        if os.path.exists(dataset):
+            import shutil
 
-    summary = export_fleet([SyntheticFleet(runs, steps)], dataset, workers=0, progress=False)
-    if summary.failed or summary.pack_problem:
-        raise SystemExit(f"export failed: {summary.failures[:3]} {summary.pack_problem}")
+            shutil.rmtree(dataset)
+        got = generate(dataset, runs, steps, workers=GENERATOR_WORKERS, progress=False)
+        if got["failed"]:
+            raise SystemExit(f"the generator failed on {got['failed']} runs")
+        with open(done, "w") as fh:
+            fh.write(f"{got['wall']:.1f} s wall, {got['cpu_workers'] + got['cpu_driver']:.1f} s "
+                     f"CPU ({GENERATOR_WORKERS} processes), {got['points']:,} points, "
+                     f"{got['dataset_bytes'] / 2**30:.2f} GiB\n")
+    with open(done) as fh:
+        print(f"  dataset {runs:,} × {steps:,}: built in {fh.read().strip()}", flush=True)
+    return dataset
 
 
 def ensure_inputs(runs: int, steps: int) -> tuple[str | None, str]:
     base = os.path.join(HERE, "out", f"scale-{runs}x{steps}")
     journals, dataset = os.path.join(base, "runs"), os.path.join(base, "fleet")
-    if runs > JOURNAL_MAX:  # no journal backend at this size: export generated runs directly
-        if not os.path.exists(os.path.join(base, ".fleet")):
-            print(f"  exporting {runs:,} generated runs × {steps:,} steps to {dataset} "
-                  "(cached) …", flush=True)
-            export_synthetic(dataset, runs, steps)
-            open(os.path.join(base, ".fleet"), "w").close()
-        return None, dataset
+    if runs > JOURNAL_MAX:  # no journal backend at this size: the generator writes the dataset
+        return None, generated(runs, steps)
     if not os.path.exists(os.path.join(base, ".journals")):
         print(f"  generating {runs:,} journal runs × {steps:,} steps (cached) …", flush=True)
         generate_journals(journals, runs, steps)
@@ -113,51 +134,142 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, 
     return wall, cpu, rss
 
 
+def command_argv(command: str, address: str, extra: list[str], n: int, backend: str
+                 ) -> tuple[list[str], dict[str, str] | None]:
+    """The command line of one measured command (and its environment when it needs one)."""
+    cli = [sys.executable, "-m", "rundiff_core.cli"]
+    metrics = ["--metric", "loss", "--metric", "eval/accuracy"]
+    if command.startswith("watch"):  # its state in a fresh cache dir
+        env = {**os.environ, "RUNDIFF_CACHE_DIR": tempfile.mkdtemp(prefix="scale-")}
+        return [*cli, "watch", address, "--once", "--format", "json", *extra], env
+    if command == "ablate":  # every other config against the first one (its 5 seeds)
+        first = "*cfg-00000/*"  # generated names are cfg-NNNNN/seed-S; journal ones paths
+        baseline = f"{address}#name={first}" if address.startswith("parquet:") else \
+            f"{address}/cfg-00000"
+        return [*cli, "ablate", "--baseline", baseline, address, *metrics, "--format", "json",
+                *extra], None
+    argv = [*cli, command, address, *metrics, *extra]
+    if command == "report":
+        argv += ["-o", os.path.join(HERE, "out", f"scale-report-{n}-{backend}.md")]
+    if command == "compare":
+        argv += ["--format", "json"]
+    return argv, None
+
+
+def growth(points: list[tuple[int, float]]) -> str:
+    """k of time ∝ runs^k from the smallest to the largest size, and between neighbours."""
+    points = sorted(points)
+    if len(points) < 2:
+        return ""
+
+    def k(a: tuple[int, float], b: tuple[int, float]) -> float:
+        return math.log(b[1] / a[1]) / math.log(b[0] / a[0])
+    steps = ", ".join(f"{a[0]:,}→{b[0]:,}: {k(a, b):.2f}" for a, b in zip(points, points[1:], strict=False))
+    first, last = points[0], points[-1]
+    return f"k = {k(first, last):.2f} ({first[0]:,} → {last[0]:,} runs; {steps})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100,1000,10000", help="e.g. 100,1000,10000,100000")
-    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=None,
+                    help="the scale test: 1,000, 10,000 and RUNS runs × 500 steps, generated "
+                         "(bench/fleetgen100k.py); rank, report, ablate, watch pushed down")
+    ap.add_argument("--sizes", default=None, help="e.g. 100,1000,10000,100000")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="steps a run (default 500 with --runs, else 5,000)")
     ap.add_argument("--quick", action="store_true", help="sizes 100,1000 with 1,000 steps")
-    ap.add_argument("--backends", default="parquet,parquet-mem,journal",
+    ap.add_argument("--backends", default=None,
                     help="which of parquet (pushed down), parquet-mem, journal, parquet-dask "
-                         "(pushed down, --engine dask) to run")
-    ap.add_argument("--commands", default="rank,report",
-                    help="which of rank, report, compare, watch, watch-again to run")
+                         "(pushed down, --engine dask on a LocalCluster of 2 worker processes) "
+                         "to run (default: parquet with --runs, else parquet,parquet-mem,journal)")
+    ap.add_argument("--commands", default=None,
+                    help="which of rank, report, ablate, compare, watch, watch-again to run "
+                         "(default: rank,report,ablate,watch with --runs, else rank,report)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each command (best kept)")
     args = ap.parse_args()
-    commands = args.commands.split(",")
-    sizes = [100, 1000] if args.quick else [int(x) for x in args.sizes.split(",")]
-    steps = 1000 if args.quick else args.steps
+    scale = args.runs is not None
+    commands = (args.commands or ("rank,report,ablate,watch" if scale else "rank,report")).split(",")
+    backends = (args.backends or ("parquet" if scale else "parquet,parquet-mem,journal")).split(",")
+    if scale:
+        sizes = sorted({s for s in (1_000, 10_000, args.runs) if s <= args.runs})
+    elif args.quick:
+        sizes = [100, 1000]
+    else:
+        sizes = [int(x) for x in (args.sizes or "100,1000,10000").split(",")]
+    steps = args.steps or (500 if scale else 1000 if args.quick else 5000)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start",
+          flush=True)
     rows: dict[tuple[str, str, int], tuple[float, float, float]] = {}
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(dask_cluster()) if "parquet-dask" in backends else None
+        _measure_all(args, sizes, steps, scale, commands, backends, cluster, rows)
+    _print_rows(rows, commands)
+    return 0
+
+
+@contextlib.contextmanager
+def dask_cluster() -> Iterator[Any]:
+    """A LocalCluster of two worker processes (one thread each) on 127.0.0.1, for every
+    `--engine dask --scheduler` command of the run (its start-up is not the command's)."""
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        yield cluster
+
+
+def cluster_cpu(cluster: Any) -> float:
+    """User + system CPU seconds the cluster's worker processes have used so far."""
+    from dask.distributed import Client
+
+    def used() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    with Client(cluster.scheduler_address, set_as_default=False) as client:
+        return float(sum(client.run(used).values()))
+
+
+def _measure_all(args: argparse.Namespace, sizes: list[int], steps: int, scale: bool,
+                 commands: list[str], backends: list[str], cluster: Any,
+                 rows: dict[tuple[str, str, int], tuple[float, float, float]]) -> None:
     for n in sizes:
-        print(f"size {n:,} runs", flush=True)
-        journals, dataset = ensure_inputs(n, steps)
-        backends = [("parquet", f"parquet:{dataset}", [])]  # pushed down to DuckDB
-        if n <= JOURNAL_MAX:
-            backends.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
-            backends.append(("journal", f"journal:{journals}", []))
-        # the same queries on Dask (a LocalCluster of min(4, cores) threads started per command)
-        backends.append(("parquet-dask", f"parquet:{dataset}", ["--engine", "dask"]))
-        for backend, address, extra in backends:
-            if backend not in args.backends.split(","):
+        print(f"size {n:,} runs × {steps:,} steps", flush=True)
+        if scale:
+            journals, dataset = None, generated(n, steps)
+        else:
+            journals, dataset = ensure_inputs(n, steps)
+        runs = [("parquet", f"parquet:{dataset}", [])]  # pushed down to DuckDB
+        if journals is not None:
+            runs.append(("parquet-mem", f"parquet:{dataset}", ["--no-pushdown"]))
+            runs.append(("journal", f"journal:{journals}", []))
+        # the same queries on Dask: the LocalCluster of two worker processes this bench started
+        if cluster is not None:
+            runs.append(("parquet-dask", f"parquet:{dataset}",
+                         ["--engine", "dask", "--scheduler", cluster.scheduler_address]))
+        for backend, address, extra in runs:
+            if backend not in backends:
                 continue
             for command in commands:
-                cli = [sys.executable, "-m", "rundiff_core.cli"]
-                env = None
-                if command.startswith("watch"):  # its state in a fresh cache dir
-                    argv = [*cli, "watch", address, "--once", "--format", "json", *extra]
-                    env = {**os.environ, "RUNDIFF_CACHE_DIR": tempfile.mkdtemp(prefix="scale-")}
+                best = None
+                for _ in range(max(1, args.repeat)):
+                    argv, env = command_argv(command, address, extra, n, backend)
                     if command == "watch-again":
                         measure(argv, env)  # the first poll, not measured
-                else:
-                    argv = [*cli, command, address, "--metric", "loss", "--metric",
-                            "eval/accuracy", *extra]
-                if command == "report":
-                    argv += ["-o", os.path.join(HERE, "out", f"scale-report-{n}-{backend}.md")]
-                if command == "compare":
-                    argv += ["--format", "json"]
-                rows[(command, backend, n)] = got = measure(argv, env)
-                print(f"  {command:6s} {backend:8s} {got[0]:8.2f} s wall {got[1]:8.2f} s cpu "
-                      f"{got[2]:6.2f} GiB peak", flush=True)
+                    spent = cluster_cpu(cluster) if backend == "parquet-dask" else 0.0
+                    got = measure(argv, env)
+                    if backend == "parquet-dask":  # the workers' CPU is the command's too
+                        got = (got[0], got[1] + cluster_cpu(cluster) - spent, got[2])
+                    best = got if best is None or got[0] < best[0] else best
+                assert best is not None
+                rows[(command, backend, n)] = best
+                print(f"  {command:11s} {backend:12s} {best[0]:8.2f} s wall {best[1]:8.2f} s cpu "
+                      f"{best[2]:6.2f} GiB peak   (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
+def _print_rows(rows: dict[tuple[str, str, int], tuple[float, float, float]],
+                commands: list[str]) -> None:
     print("\n| command | backend | runs | wall s | cpu s | peak GiB | target |")
     print("|---|---|---:|---:|---:|---:|---|")
     for (command, backend, n), (wall, cpu, rss) in rows.items():
@@ -168,15 +280,15 @@ def main() -> int:
             verdict = (f"< {target[0]:g} s" + (f", < {target[1]:g} GiB" if target[1] else "")
                        + (" MET" if ok else " NOT MET"))
         print(f"| {command} | {backend} | {n:,} | {wall:.2f} | {cpu:.2f} | {rss:.2f} | {verdict} |")
-    print("\ngrowth (time ∝ runs^k between the two largest sizes of each row):")
+    print("\ngrowth (time ∝ runs^k):")
     for command in commands:
         for backend in ("parquet", "parquet-mem", "journal", "parquet-dask"):
-            pts = sorted((n, rows[(c, b, n)][0]) for (c, b, n) in rows if c == command and b == backend)
+            pts = [(n, rows[(c, b, n)]) for (c, b, n) in rows if c == command and b == backend]
             if len(pts) >= 2:
-                (n1, t1), (n2, t2) = pts[-2], pts[-1]
-                k = math.log(t2 / t1) / math.log(n2 / n1)
-                print(f"  {command} via {backend}: k = {k:.2f} ({n1:,} → {n2:,} runs)")
-    return 0
+                print(f"  {command} via {backend}: wall {growth([(n, r[0]) for n, r in pts])}")
+                print(f"  {' ' * len(command)}     {' ' * len(backend)}  cpu  "
+                      f"{growth([(n, r[1]) for n, r in pts])}")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

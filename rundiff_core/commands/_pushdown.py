@@ -5,7 +5,6 @@ unimported when no address is a fleet dataset."""
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
@@ -97,16 +96,6 @@ def pushed(args: argparse.Namespace, sources: Sequence[str], *, spikes: bool = T
             raise UsageError("--engine dask needs a fleet dataset with a pack",
                              hint="re-run `rundiff export` on it without --no-pack")
         yield runs
-
-
-_OPEN = contextlib.ExitStack()
-atexit.register(_OPEN.close)
-
-
-def pushed_runs(args: argparse.Namespace, sources: Sequence[str], *, spikes: bool = True
-                ) -> list[Run] | None:
-    """`pushed` for callers without a `with`: a Dask cluster it starts is closed at exit."""
-    return _OPEN.enter_context(pushed(args, sources, spikes=spikes))
 
 
 def push_arms(args: argparse.Namespace, arms: Sequence[Arm]) -> None:

@@ -7,13 +7,14 @@ Exit codes with --once: 0 nothing wrong (a run finishing is notified but is not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..render import dumps
 from ..render.formats import emit, format_choices
-from ._pushdown import add_switch, pushed_runs
+from ._pushdown import add_switch, pushed
 from .arm_options import add_arm_options, grouping_from
 
 if TYPE_CHECKING:
@@ -40,13 +41,15 @@ def add_parser(sub: CommandHost) -> None:
 
 
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
+    """One poll. Runs are reused within it, never across polls, and a Dask cluster it started
+    for `--engine dask` is closed when it ends (a long `watch` holds none between polls)."""
     from ..resolve import reuse_loads
 
-    with reuse_loads():  # each poll reads afresh: runs reused within it, never across polls
-        return _check(args, stale)
+    with reuse_loads(), contextlib.ExitStack() as poll:
+        return _check(args, stale, poll)
 
 
-def _check(args: argparse.Namespace, stale: float) -> WatchResult:
+def _check(args: argparse.Namespace, stale: float, poll: contextlib.ExitStack) -> WatchResult:
     from ..engines.arms import arms_of, load_arm, runs_apart, seeds_apart
     from ..engines.runset import load_sources
     from ..engines.watch import WatchResult, WatchState, check_run, series_spikes, state_key
@@ -56,7 +59,7 @@ def _check(args: argparse.Namespace, stale: float) -> WatchResult:
     barm = load_arm(args.baseline, grouping=grouping) if args.baseline else None
     now = time.time()
     checks = []
-    runs = pushed_runs(args, args.sources, spikes=False)
+    runs = poll.enter_context(pushed(args, args.sources, spikes=False))
     facts, spikes = {}, {}
     named: set[str] = set()
     if runs is None:

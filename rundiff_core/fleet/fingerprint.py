@@ -90,8 +90,9 @@ def content_hash(history: pd.DataFrame) -> str:
     if len(history):
         keys = history["key"]
         if isinstance(keys.dtype, pd.CategoricalDtype):
-            h.update("\x1f".join(map(str, keys.cat.categories)).encode())
-            h.update(np.ascontiguousarray(keys.cat.codes.to_numpy()).tobytes())
+            cat = keys.array  # its codes without a Series in between (same bytes)
+            h.update("\x1f".join(map(str, cat.categories)).encode())
+            h.update(np.ascontiguousarray(cat.codes).tobytes())
         else:
             h.update("\x1f".join(keys.astype(str).tolist()).encode())
         for col in ("step", "value", "wall_time"):

@@ -22,6 +22,7 @@ fleet/pushdown.py) can group a segment's rows by run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -270,31 +271,68 @@ def _write_segment(root: str, uids: Sequence[str], rows: Mapping[str, Mapping[st
                    live: Mapping[str, Located]) -> tuple[int, str | None]:
     """Write one segment with these runs (copied from `live` entries, else read from their
     partitions) through `_tmp/`: (size, path), or (0, None) when no run could be read."""
-    # the partitions' encoding; no statistics: nothing prunes row groups of a pack by value
-    options = {**POINTS_WRITE_OPTIONS, "write_statistics": False,
-               "use_dictionary": ["key", "run_uid"]}
-    index: dict[str, list[Any]] = {}
     order = sorted(uids, key=lambda u: (str(rows[u].get("source") or ""), u))
-    with staged(root) as tmp:
-        with pq.ParquetWriter(tmp, PACK_SCHEMA, **options) as out:
-            for start in range(0, len(order), READ_BATCH):
-                for uid, table in _tables(root, order[start:start + READ_BATCH], rows, live):
-                    n = table.num_rows
-                    out.write_table(_as_pack_table(table, uid), row_group_size=n)  # a group a run
-                    index[uid] = [len(index), 1, n, str(rows[uid]["content_hash"])]
-            out.add_key_value_metadata({PACK_META_KEY: json.dumps(index, separators=(",", ":"))})
-        meta = pq.read_metadata(tmp)
-        if meta.num_row_groups != len(index) or any(
-                meta.row_group(e[0]).num_rows != e[2] for e in index.values()):
-            raise ValueError("the writer split a run over several row groups")
-        if not index:
-            os.remove(tmp)
-            return 0, None
-        final = os.path.join(pack_dir(root), f"seg-{uuid.uuid4().hex}.parquet")
-        os.makedirs(pack_dir(root), exist_ok=True)
-        size = os.path.getsize(tmp)
-        os.replace(tmp, final)
-    return size + _write_facts(root, final), final
+    with SegmentWriter(root) as out:
+        for start in range(0, len(order), READ_BATCH):
+            for uid, table in _tables(root, order[start:start + READ_BATCH], rows, live):
+                out.add(uid, table, str(rows[uid]["content_hash"]))
+    return out.size, out.path
+
+
+class SegmentWriter:
+    """One new pack segment, written run by run (a row group each) under `_tmp/`; on a clean
+    exit it is checked, renamed into `_pack/` and its facts are stored beside it
+    (`size`, `path`: the bytes written with the facts, and where; 0 and None when no run was
+    added). An exception removes the staged file. `export` writes a segment through this from
+    the runs' partitions; bench/fleetgen100k.py streams the runs it exports straight into one."""
+
+    # the partitions' encoding; no statistics: nothing prunes row groups of a pack by value
+    OPTIONS: dict[str, Any] = {**POINTS_WRITE_OPTIONS, "write_statistics": False,
+                               "use_dictionary": ["key", "run_uid"]}
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.index: dict[str, list[Any]] = {}
+        self.size = 0
+        self.path: str | None = None
+        self._stack = contextlib.ExitStack()
+        self._tmp = ""
+        self._out: Any = None
+
+    def __enter__(self) -> SegmentWriter:
+        self._tmp = self._stack.enter_context(staged(self.root))
+        self._out = self._stack.enter_context(
+            pq.ParquetWriter(self._tmp, PACK_SCHEMA, **self.OPTIONS))
+        return self
+
+    def add(self, uid: str, table: pa.Table, content_hash: str) -> None:
+        """Append one run's points (a points table in logged order) as its own row group."""
+        n = table.num_rows
+        if not n:
+            return  # an empty history is in no segment (the runs table says 0 points)
+        self._out.write_table(_as_pack_table(table, uid), row_group_size=n)  # a group a run
+        self.index[uid] = [len(self.index), 1, n, str(content_hash)]
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self._stack.__exit__(exc_type, exc, tb)  # staged() removes the file
+            return
+        with self._stack:  # on any failure below, the staged file goes
+            self._out.add_key_value_metadata(
+                {PACK_META_KEY: json.dumps(self.index, separators=(",", ":"))})
+            self._out.close()
+            meta = pq.read_metadata(self._tmp)
+            if meta.num_row_groups != len(self.index) or any(
+                    meta.row_group(e[0]).num_rows != e[2] for e in self.index.values()):
+                raise ValueError("the writer split a run over several row groups")
+            if not self.index:
+                os.remove(self._tmp)
+                return
+            final = os.path.join(pack_dir(self.root), f"seg-{uuid.uuid4().hex}.parquet")
+            os.makedirs(pack_dir(self.root), exist_ok=True)
+            size = os.path.getsize(self._tmp)
+            os.replace(self._tmp, final)
+        self.size, self.path = size + _write_facts(self.root, final), final
 
 
 def _write_facts(root: str, segment_path: str) -> int:

@@ -584,7 +584,11 @@ class PushedRun(Run):
 
     def last_value(self, key: str) -> float:
         last = self.last_step(key)
-        return math.nan if math.isnan(last) else self.pushed_slice(key, last, "nearest").value
+        if math.isnan(last):
+            return math.nan
+        if math.isinf(last):  # the value logged at a ±inf step: slicing drops such steps, and
+            return Run.last_value(self, key)  # the facts keep none of them (rare: load it)
+        return self.pushed_slice(key, last, "nearest").value
 
     def nonfinite(self, key: str) -> tuple[int, float | None]:
         got = self._facts().get(key)

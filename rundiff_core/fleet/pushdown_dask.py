@@ -1,6 +1,6 @@
 """Fleet queries on Dask: `FleetFacts`'s per-key and values-at-step questions and its spike scan
-(fleet/pushdown.py) answered by dask.dataframe instead of DuckDB, for fleets too large for one
-machine's cores.
+(fleet/pushdown.py), and `watch`'s what-is-new query (fleet/pushdown_tail.py `_query_watch`),
+answered by dask.dataframe instead of DuckDB, for fleets too large for one machine's cores.
 
 The inputs are exactly DuckDB's: `FleetFacts._sources()` says which pack segment row groups and
 which partition files hold each selected run (a stale entry is never read). Each Dask partition
@@ -34,6 +34,8 @@ Part = tuple[Any, ...]
 KEY_COLUMNS = ["run_uid", "key", "n", "last", "n_bad", "first_bad", "n_wall", "wall_min",
                "wall_max", "step_min"]
 AT_COLUMNS = ["run_uid", "key", "n", "last", "lo", "value_lo", "hi", "value_hi"]
+WATCH_COLUMNS = ["run_uid", "key", "n", "last", "wall", "value", "n_new", "value_new", "n_bad",
+                 "first_bad"]
 
 
 class DaskQueries:
@@ -93,6 +95,22 @@ class DaskQueries:
         return out
 
     query_near = query_at  # see the module docstring
+
+    def query_watch(self, facts: Any, prev: Mapping[str, float | None]
+                    ) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """fleet/pushdown_tail.py `_query_watch`: {uid: {key: (n, last step, newest finite wall,
+        last value, new points, their last value, their NaN/inf count, their first bad step)}}
+        (`prev[uid]`: the step the previous check saw; None or absent: every point is new)."""
+        wanted = {str(u): (None if p is None else float(p)) for u, p in prev.items()}
+        frame = self._compute(facts, ["key", "step", "value", "wall_time"], _watch_facts,
+                              WATCH_COLUMNS, wanted)
+        out: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for uid, key, n, last, wall, value, n_new, v_new, n_bad, first_bad in frame.itertuples(
+                index=False, name=None):
+            out.setdefault(uid, {})[key] = (int(n), float(last), float(wall), float(value),
+                                            int(n_new), float(v_new), int(n_bad),
+                                            float(first_bad))
+        return out
 
     def query_spikes(self, facts: Any, rule: Any) -> dict[str, dict[str, list[Any]]]:
         """`FleetFacts.spikes`' scan: `rule` over every loss-like series, on the workers (a
@@ -326,3 +344,37 @@ def _candidates(frame: Any, targets: Mapping[str, float]) -> Any:
         "run_uid": uids, "key": keys, "n": np.bincount(group, minlength=n),
         "last": _reduce(group, n, s, "max"), "lo": lo, "value_lo": _pick(value, at_lo),
         "hi": hi, "value_hi": _pick(value, at_hi)})
+
+
+def _watch_facts(frame: Any, prev: Mapping[str, float | None]) -> Any:
+    """Per (run, key): rows, last non-NaN step, newest finite wall time, the last row's value;
+    the new rows (step past the run's previous step and not NaN; every row when it has none),
+    the last one's value, how many are NaN/±inf and the first of those's step — DuckDB's
+    `_query_watch` exactly (NULL is NaN; comparisons with a NaN previous step are false)."""
+    import pandas as pd
+
+    if frame.empty:
+        return pd.DataFrame({c: [] for c in WATCH_COLUMNS})
+    group, uids, keys = _groups(frame)
+    n = len(uids)
+    step = frame["step"].to_numpy(np.float64)
+    value = frame["value"].to_numpy(np.float64)
+    wall = frame["wall_time"].to_numpy(np.float64)
+    run = frame["run_uid"].cat
+    before = np.array([np.nan if prev.get(u) is None else prev[u] for u in run.categories],
+                      dtype=np.float64)
+    fresh = np.array([prev.get(u) is None for u in run.categories], dtype=bool)
+    codes = run.codes.to_numpy(np.int64)
+    with np.errstate(invalid="ignore"):
+        new = fresh[codes] | ((step > before[codes]) & ~np.isnan(step))
+    bad = new & ~np.isfinite(value)
+    every = np.arange(len(frame))
+    return pd.DataFrame({
+        "run_uid": uids, "key": keys, "n": np.bincount(group, minlength=n),
+        "last": _reduce(group, n, step, "max"),
+        "wall": _reduce(group, n, np.where(np.isfinite(wall), wall, np.nan), "max"),
+        "value": _pick(value, _last_row(group, n, every)),
+        "n_new": np.bincount(group, weights=new, minlength=n).astype(np.int64),
+        "value_new": _pick(value, _last_row(group, n, np.flatnonzero(new))),
+        "n_bad": np.bincount(group, weights=bad, minlength=n).astype(np.int64),
+        "first_bad": _pick(step, _first_row(group, n, np.flatnonzero(bad)))})

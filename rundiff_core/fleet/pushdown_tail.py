@@ -274,7 +274,10 @@ def _query_watch(facts: FleetFacts, prev: Mapping[str, float | None]
                  ) -> dict[str, dict[str, tuple[Any, ...]]]:
     """{uid: {key: (n, last step, newest finite wall, last value, new points, their last value,
     their NaN/inf count, their first bad step)}}. A point is new when its step is past the run's
-    previous step (a NaN step never is, unless there was no previous check)."""
+    previous step (a NaN step never is, unless there was no previous check). With `--engine
+    dask` (`facts.engine`), Dask answers (pushdown_dask.py `query_watch`)."""
+    if facts.engine is not None:
+        return facts.engine.query_watch(facts, prev)
     import pyarrow as pa
 
     con = facts._connect()
@@ -320,11 +323,18 @@ def loss_spikes(runs: Sequence[PushedRun], wanted: Mapping[str, Collection[str] 
             continue
         sub = FleetFacts(facts.root, facts.rows, list(members))
         sub._pack = facts._pack
-        for uid, key, steps, values in sub.loss_series():
+        if facts.engine is not None:  # --engine dask: the rule runs on the workers
+            series: Iterable[tuple[str, str, Any]] = (
+                (uid, key, got) for uid, by_key in facts.engine.query_spikes(sub, rule).items()
+                for key, got in by_key.items())
+        else:
+            series = ((uid, key, rule(steps, values))
+                      for uid, key, steps, values in sub.loss_series())
+        for uid, key, got in series:
             address = members[uid].address
             keys = wanted[address]
             if keys is None or key in keys:
-                out[(address, key)] = rule(steps, values)
+                out[(address, key)] = got
     return out
 
 

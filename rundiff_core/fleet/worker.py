@@ -111,8 +111,8 @@ def _history_stats(history: pd.DataFrame) -> dict[str, Any]:
         return {"keys": [], "n_points": 0}
     keys = history["key"]
     if isinstance(keys.dtype, pd.CategoricalDtype):
-        codes = np.unique(keys.cat.codes.to_numpy())
-        names = [str(keys.cat.categories[c]) for c in codes if c >= 0]
+        cat = keys.array
+        names = [str(cat.categories[c]) for c in np.unique(cat.codes) if c >= 0]
     else:
         names = [str(k) for k in pd.unique(keys)]
     out: dict[str, Any] = {"keys": sorted(set(names)), "n_points": int(len(history))}

@@ -47,9 +47,10 @@ def points_table(history: pd.DataFrame) -> pa.Table:
     """A canonical history frame as the points file's table (logged order kept)."""
     import pandas as pd  # here: readers of a pack import this module for its write options
     keys = history["key"]
-    if isinstance(keys.dtype, pd.CategoricalDtype) and (keys.cat.codes >= 0).all():
-        cats = pa.array([str(c) for c in keys.cat.categories], pa.string())
-        codes = pa.array(keys.cat.codes.to_numpy().astype("int32"))
+    cat = keys.array if isinstance(keys.dtype, pd.CategoricalDtype) else None
+    if cat is not None and (cat.codes >= 0).all():  # the Categorical's codes: no Series made
+        cats = pa.array([str(c) for c in cat.categories], pa.string())
+        codes = pa.array(cat.codes.astype("int32"))
         key_arr = pa.DictionaryArray.from_arrays(codes, cats).cast(pa.string())
     else:
         key_arr = pa.array(keys.astype(str).to_numpy(dtype=object), pa.string())

@@ -216,6 +216,29 @@ def test_the_local_cluster_is_closed_afterwards(mixed, capsys):
     assert all(c.status == Status.closed for c in list(SpecCluster._instances))
 
 
+def test_watch_closes_its_local_cluster_after_every_poll(mixed, capsys, monkeypatch):
+    """A long `watch --engine dask` starts a cluster for a poll and closes it before sleeping:
+    polls never pile up clusters, and none is left for the process's exit to close."""
+    from distributed.core import Status
+    from distributed.deploy.spec import SpecCluster
+
+    from rundiff_core.commands import watch as watch_cmd
+
+    _sources, dataset = mixed
+    open_between: list[int] = []
+
+    def sleep(_seconds):
+        open_between.append(sum(c.status != Status.closed for c in list(SpecCluster._instances)))
+        if len(open_between) == 2:
+            raise SystemExit(0)
+
+    monkeypatch.setattr(watch_cmd.time, "sleep", sleep)
+    with pytest.raises(SystemExit):
+        main(["watch", f"parquet:{dataset}", "--every", "1s", "--engine", "dask", "--format", "json"])
+    capsys.readouterr()
+    assert open_between == [0, 0]
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--scheduler", "tcp://127.0.0.1:8786"], "--scheduler needs --engine dask"),
     (["--workers", "2"], "--workers needs --engine dask"),
