@@ -22,7 +22,7 @@ from rundiff_core import protobuf
 
 from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, frame, sniff
 from .values import numeric_values, parse_spans
-from .vector import last_of_repeats, span_names, walk
+from .vector import last_of_repeats, span_names, walk, walk_keys
 from .wire import DAMAGE, git, item, text, timestamp
 
 # bound once: the per-record decoder calls these for every field it reads
@@ -90,20 +90,33 @@ class LogData:
     record_counts: dict[str, int] = field(default_factory=dict)
     history: History = field(default_factory=History)
     run_summary: tuple[int, int] | None = None  # a run record's own summary, until folded
+    # the file's (mtime_ns, size, inode, device) when it framed clean, every CRC checked: a later
+    # read of the same bytes may trust them (`read_log(verified=…)`)
+    verified: tuple[int, int, int, int] | None = None
+    # summary records found or decoded one at a time (in `_record`, or flagged by the vector walk)
+    summary_records_one_by_one: int = 0
 
 
-def read_log(path: str, *, vector: bool = True, history: bool = True, summary: bool = True) -> LogData:
+def read_log(path: str, *, vector: bool = True, history: bool = True, summary: bool = True,
+             verified: tuple[int, int, int, int] | None = None) -> LogData:
     """Decode one `.wandb` file. Raises LogFormatError for a file that is not one.
 
     `vector=False` decodes every record one by one (the reference the vector walk is tested
     against, and what it falls back to for records of unusual shape). `history=False` skips the
     history items, `summary=False` skips the summary fold (`summary_updates` stays None); each is
-    about as much work as the other, and callers often need only one.
+    about as much work as the other, and callers often need only one. `verified` is an earlier
+    read's `LogData.verified`: when the file still has that mtime, size, inode and device, its
+    chunk CRCs — checked clean then — are not computed again (the source caches a decoded log by
+    the same stamp).
     """
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        st = os.fstat(fh.fileno())
+        size = st.st_size
         raw = bytearray(size + PAD + max(1 << 16, size // 32))  # room for multi-chunk records
         n = fh.readinto(memoryview(raw)[:size]) or 0
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+        if os.fstat(fh.fileno()).st_mtime_ns != st.st_mtime_ns or n != size:
+            stamp = None  # written to while read: nothing to vouch for
     head = bytes(raw[: len(HEADER)])
     if n < len(HEADER):
         raise LogFormatError(f"{n} bytes: too short for a W&B transaction log header")
@@ -112,9 +125,10 @@ def read_log(path: str, *, vector: bool = True, history: bool = True, summary: b
     log = LogData(path=path, version=head[6])
     if log.version != 0:
         raise LogFormatError(f"transaction log version {log.version} (this reader knows version 0)")
-    framed = frame(raw, n)
+    framed = frame(raw, n, crc=not (vector and stamp is not None and verified == stamp))
     del raw
     log.stats = framed.stats
+    log.verified = stamp if framed.clean else None
     _decode(framed, log, vector=vector, history=history, summary=summary)
     return log
 
@@ -135,6 +149,7 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
             q = p[has_num] + 1
             _val, width, ok = protobuf.read_varints(arr, q, ends[has_num])
             p[has_num] = np.where(ok, q + width, ends[has_num])
+        p = _skip_passive(arr, p, ends)
         tag = arr[np.minimum(p, len(arr) - 1)]
         cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
         length, body, bad = protobuf.read_lengths(arr, p + 1)
@@ -160,6 +175,27 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
     log.record_counts = {RECORD_NAMES.get(k, str(k)): v for k, v in sorted(counts.items()) if v}
 
 
+def _skip_passive(arr: np.ndarray, p: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Step over `control`, `uuid` and `_info` fields ahead of a record's type, as `_record` does.
+
+    wandb-core (Go) writes a record's plain fields before its oneof, so a record that carries
+    `_info` — every summary the user's process sends (`run.summary[k] = v`, `del run.summary[k]`)
+    — has it between `num` and the summary. A field that does not fit sends the record to `_record`.
+    """
+    last = len(arr) - 1
+    for _ in range(3):
+        b0, b1 = arr[np.minimum(p, last)], arr[np.minimum(p + 1, last)]
+        passive = (((b0 == 0x82) | (b0 == 0x9A)) & (b1 == 0x01) | (b0 == 0xC2) & (b1 == 0x0C))
+        passive &= p + 2 < ends
+        if not passive.any():
+            break
+        w = np.flatnonzero(passive)
+        length, body, bad = protobuf.read_lengths(arr, p[w] + 2)
+        fend = body + length
+        p[w] = np.where(~bad & (fend <= ends[w]), fend, ends[w])
+    return p
+
+
 def _record(buf: bytes, start: int, end: int, index: int, log: LogData, counts: dict,
             py_history: list, summary_spans: list) -> None:
     """Decode one record in Python: find its type field, hand it to the right reader."""
@@ -181,6 +217,7 @@ def _record(buf: bytes, start: int, end: int, index: int, log: LogData, counts: 
                     py_history.append((index, step, items))
                 elif fno == R_SUMMARY:
                     summary_spans.append((index, pos, sub_end))
+                    log.summary_records_one_by_one += 1  # found here, not by the vector pass
                 else:
                     _other(fno, buf, pos, sub_end, log)
                     counts[fno] = counts.get(fno, 0) + 1
@@ -224,7 +261,7 @@ def _history_record(buf: bytes, pos: int, end: int) -> tuple[float, list[tuple[b
 def _history_columns(buf, arr: np.ndarray, hist_idx: np.ndarray, sub_s: np.ndarray,
                      sub_e: np.ndarray, py_history: list, log: LogData) -> History:
     """All history rows (vector-walked and per-record decoded) as ordered columns."""
-    items, vstep, flagged = walk(arr, sub_s[hist_idx], sub_e[hist_idx], history=True)
+    items, vstep, flagged, codes, keys = walk_keys(arr, sub_s[hist_idx], sub_e[hist_idx], history=True)
     py_all = list(py_history)
     for i in np.flatnonzero(flagged).tolist():  # records off the usual shape, one by one
         rec = int(hist_idx[i])
@@ -235,7 +272,6 @@ def _history_columns(buf, arr: np.ndarray, hist_idx: np.ndarray, sub_s: np.ndarr
             continue
         py_all.append((rec, step, its))
     # key names: one per distinct key span, nested parts joined with "/"
-    codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
     names: list[str] = []
     name_code: dict[str, int] = {}
     remap = np.empty(len(keys), dtype=np.int64)
@@ -348,30 +384,119 @@ def _summary_fold(buf: bytes, arr: np.ndarray, summ_idx: np.ndarray, sub_s: np.n
     """The summary after every update and removal, in log order (the last update of a key wins).
 
     `summ_idx` are summary records found by the vector pass (payload spans in sub_s/sub_e);
-    `py_spans` are `(record, start, end)` found one by one (e.g. a run record's own summary).
+    `py_spans` are `(record, start, end)` found one by one (a run record's own summary, a record
+    of unusual shape). `vector=False` folds record by record (`_summary_fold_py`, the reference);
+    otherwise `_summary_fold_vec` folds them all at once.
     """
-    if vector and not py_spans and summ_idx.size:
-        summ_idx = last_of_repeats(buf, summ_idx, sub_s, sub_e)
-        items, _step, flagged = walk(arr, sub_s[summ_idx], sub_e[summ_idx], history=False)
-        if not flagged.any() and not items["rm"].any():
-            codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
-            if not codes.size:
-                return
-            order_key = items["rec"] * (int(items["j"].max()) + 1) + items["j"]
-            latest = np.full(len(keys), -1, dtype=np.int64)
-            np.maximum.at(latest, codes, order_key)
-            final = np.flatnonzero(order_key == latest[codes])
-            final = final[np.argsort(order_key[final])]
-            paths = span_names(keys)
-            log.summary_updates = {
-                paths[codes[i]]: buf[int(items["vs"][i]) : int(items["ve"][i])] for i in final.tolist()
-            }
-            return
-    spans = list(py_spans)
-    spans.extend(zip(summ_idx.tolist(), sub_s[summ_idx].tolist(), sub_e[summ_idx].tolist(), strict=True))
-    spans.sort()
-    if spans:
-        _summary_fold_py(buf, spans, log)
+    if py_spans:
+        extra = np.asarray(py_spans, dtype=np.int64).reshape(-1, 3)
+        rec = np.concatenate([summ_idx, extra[:, 0]])
+        order = np.argsort(rec, kind="stable")
+        rec = rec[order]
+        s = np.concatenate([sub_s[summ_idx], extra[:, 1]])[order]
+        e = np.concatenate([sub_e[summ_idx], extra[:, 2]])[order]
+    else:
+        rec, s, e = summ_idx, sub_s[summ_idx], sub_e[summ_idx]
+    if not rec.size:
+        return
+    if vector:
+        _summary_fold_vec(buf, arr, s, e, log)
+    else:
+        _summary_fold_py(buf, list(zip(rec.tolist(), s.tolist(), e.tolist(), strict=True)), log)
+
+
+SUMMARY_CHUNK = 1 << 14  # summary records walked at once: temporaries stay in cache, memory bounded
+
+
+def _summary_fold_vec(buf: bytes, arr: np.ndarray, s: np.ndarray, e: np.ndarray, log: LogData) -> None:
+    """`_summary_fold_py` without per-record Python: the SummaryRecord payloads `s`..`e` (in log
+    order) walked many at a time, each key path's last operation found with one `maximum.at`.
+
+    The order of operations is `_summary_fold_py`'s: record by record, within a record its updates
+    then its removals, each in wire order; a key is a path (nested key parts, or the flat key), so
+    `key: "a"` and `nested_key: ["a"]` are one key. Byte-identical repeats are dropped first
+    (`last_of_repeats`: only the last copy can matter). Records the walk cannot read (damage, keys
+    nested deeper than it follows) are decoded one by one with the reference's own `item()`, a
+    damaged one counted once per copy. Records go in chunks of `SUMMARY_CHUNK`; a later chunk's
+    operations come after an earlier one's, so each chunk only updates one entry per key path.
+    The result and the damage count are the reference's, tested on real logs, on logs of the
+    installed wandb and on randomly damaged ones.
+    """
+    keep, copies = last_of_repeats(buf, np.arange(s.size), s, e, counts=True)
+    s, e = s[keep], e[keep]
+    paths: list[tuple[str, ...]] = []
+    path_id: dict[tuple[str, ...], int] = {}
+    key_pid: dict[bytes, int] = {}  # a key's raw bytes (as the walk spans them) → path id
+    last_chunk: list[int] = []  # per path id: the chunk of its final operation …
+    last_order: list[int] = []  # … its order in that chunk, and its value (None: removed)
+    last_value: list[bytes | None] = []
+
+    def pid_of(path: tuple[str, ...]) -> int:
+        c = path_id.get(path)
+        if c is None:
+            c = path_id[path] = len(paths)
+            paths.append(path)
+            last_chunk.append(-1)
+            last_order.append(-1)
+            last_value.append(None)
+        return c
+
+    for chunk, lo in enumerate(range(0, s.size, SUMMARY_CHUNK)):
+        cs, ce = s[lo : lo + SUMMARY_CHUNK], e[lo : lo + SUMMARY_CHUNK]
+        items, _step, flagged = walk(arr, cs, ce, history=False)
+        codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
+        remap = np.empty(len(keys), dtype=np.int64)
+        for c, raw in enumerate(keys):
+            got = key_pid.get(raw)
+            if got is None:
+                got = key_pid[raw] = pid_of(span_names([raw])[0])
+            remap[c] = got
+        pid = remap[codes] if codes.size else codes
+        rec, j, rm = items["rec"], items["j"], items["rm"]
+        vs, ve = items["vs"], items["ve"]
+        # records off the walk's shape: one by one, as the reference reads them
+        py_rec: list[int] = []
+        py_j: list[int] = []
+        py_pid: list[int] = []
+        py_rm: list[bool] = []
+        py_val: list[bytes | None] = []
+        flagged_idx = np.flatnonzero(flagged).tolist()
+        log.summary_records_one_by_one += len(flagged_idx)
+        for r in flagged_idx:
+            try:
+                entries = [(f, item(buf, *val)) for f, wire, val in fields(buf, int(cs[r]), int(ce[r]))
+                           if wire == 2 and f in (1, 2)]
+            except DAMAGE:
+                log.stats.bad_records += int(copies[lo + r])
+                continue
+            for jj, (f, (key, value)) in enumerate(entries):
+                py_rec.append(r)
+                py_j.append(jj)
+                py_pid.append(pid_of(key))
+                py_rm.append(f == 2)
+                py_val.append(value if f == 1 else None)
+        n_vec = pid.size
+        if py_rec:
+            rec = np.concatenate([rec, np.asarray(py_rec, dtype=np.int64)])
+            j = np.concatenate([j, np.asarray(py_j, dtype=np.int64)])
+            rm = np.concatenate([rm, np.asarray(py_rm, dtype=bool)])
+            pid = np.concatenate([pid, np.asarray(py_pid, dtype=np.int64)])
+        if not pid.size:
+            continue
+        width = int(j.max()) + 1
+        order = (rec * 2 + rm) * width + j  # log order within the chunk: record, phase, field
+        latest = np.full(len(paths), -1, dtype=np.int64)
+        np.maximum.at(latest, pid, order)
+        for i in np.flatnonzero(order == latest[pid]).tolist():
+            c = int(pid[i])
+            last_chunk[c], last_order[c] = chunk, int(order[i])
+            if i >= n_vec:
+                last_value[c] = py_val[i - n_vec]
+            else:
+                last_value[c] = None if rm[i] else buf[int(vs[i]) : int(ve[i])]
+    done = [c for c in range(len(paths)) if last_chunk[c] >= 0]
+    done.sort(key=lambda c: (last_chunk[c], last_order[c]))
+    log.summary_updates = {paths[c]: last_value[c] for c in done}
 
 
 def _summary_fold_py(buf: bytes, spans: list[tuple[int, int, int]], log: LogData) -> None:

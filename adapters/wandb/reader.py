@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from rundiff_core import (
+    HistoryColumns,
     RunEvent,
     YamlRefused,
-    empty_history,
     load_yaml_plain,
 )
 
@@ -40,7 +39,7 @@ LIVE_SECONDS = 600  # a log without an exit record written to this recently is s
 class SegmentData:
     """One log (one sitting of a run) assembled: history frame plus metadata and notes."""
 
-    history: pd.DataFrame
+    history: HistoryColumns  # as columns: `rundiff ls` and the one-metric engines never need pandas
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
@@ -56,14 +55,15 @@ class SegmentData:
 
 
 # -- history ----------------------------------------------------------------------------------
-def history_frame(log: LogData, starting_step: float = 0.0) -> tuple[pd.DataFrame, list[str], dict]:
-    """Every numeric point of a decoded log as a canonical long frame, plus notes and step facts."""
+def history_frame(log: LogData, starting_step: float = 0.0) -> tuple[HistoryColumns, list[str], dict]:
+    """Every numeric point of a decoded log as the canonical long history (in columns; keys in
+    first-logged order), plus notes and step facts."""
     h = log.history
     notes: list[str] = []
     nrec = h.rows
     info: dict[str, Any] = {"rows": nrec}
     if nrec == 0:
-        return empty_history(), notes, info
+        return HistoryColumns.empty(), notes, info
     step = h.record_step.copy()
     has_record_step = ~np.isnan(step)
     both = has_record_step & ~np.isnan(h.item_step)
@@ -110,14 +110,9 @@ def history_frame(log: LogData, starting_step: float = 0.0) -> tuple[pd.DataFram
     remap = np.full(max(len(names), 1), -1, dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     rows = h.row[keep]
-    frame = pd.DataFrame(
-        {
-            "step": step[rows],
-            "key": pd.Categorical.from_codes(remap[kept_codes], categories=[names[c] for c in order]),
-            "value": h.value[keep],
-            "wall_time": h.wall_time[rows],
-        }
-    )
+    frame = HistoryColumns(step=step[rows], key_codes=remap[kept_codes],
+                           keys=[names[c] for c in order], value=h.value[keep],
+                           wall_time=h.wall_time[rows])
     return frame, notes, info
 
 

@@ -12,18 +12,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from rundiff_core import (
     Address,
     BaseSource,
+    HistoryColumns,
     InputError,
     Run,
     RunEvent,
     RunNotFoundError,
     RunRef,
-    empty_history,
-    filter_keys,
     seed_from_config,
 )
 
@@ -112,7 +111,8 @@ class WandbSource(BaseSource):
                              hint="a .wandb file starts with ':W&B' and magic 0xBEE1") from exc
         except OSError as exc:
             raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
-        seg = assemble(log, folder, summary_loader=lambda: _fold_summary(log_path))
+        verified = log.verified  # the closure keeps the stamp, not the decoded log
+        seg = assemble(log, folder, summary_loader=lambda: _fold_summary(log_path, verified))
         self._logs[log_path] = (stamp, seg)
         return seg
 
@@ -207,23 +207,33 @@ class WandbSource(BaseSource):
             run.summary = _merged_summary(segs, run)
         return self.bind(run, ref)
 
-    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> HistoryColumns:
+        """The run's points as columns (sittings in order, keys in first-logged order); `keys`
+        keeps those keys' rows and every key name, as filtering the frame would."""
         local = self._local(ref)
-        frames = [seg.history for seg, _p in self._segments(local) if len(seg.history)]
-        if not frames:
-            return empty_history()
-        if len(frames) == 1:
-            frame = frames[0]
+        parts = [seg.history for seg, _p in self._segments(local) if len(seg.history)]
+        if not parts:
+            return HistoryColumns.empty()
+        if len(parts) == 1:
+            cols = parts[0]
         else:
-            cats = list(dict.fromkeys(c for f in frames for c in f["key"].cat.categories))
-            frame = pd.concat(
-                [f.assign(key=f["key"].cat.set_categories(cats)) for f in frames], ignore_index=True
-            )
-        return filter_keys(frame, keys)
+            names = list(dict.fromkeys(k for p in parts for k in p.keys))
+            at = {k: i for i, k in enumerate(names)}
+            codes = np.concatenate([np.asarray([at[k] for k in p.keys], dtype=np.int32)[p.key_codes]
+                                    for p in parts])
+            cols = HistoryColumns(np.concatenate([p.step for p in parts]), codes, names,
+                                  np.concatenate([p.value for p in parts]),
+                                  np.concatenate([p.wall_time for p in parts]))
+        if keys is None:
+            return cols
+        wanted = set(keys)
+        rows = np.isin(cols.key_codes, [i for i, k in enumerate(cols.keys) if k in wanted])
+        return HistoryColumns(cols.step[rows], cols.key_codes[rows], cols.keys, cols.value[rows],
+                              cols.wall_time[rows])
 
 
-def _fold_summary(log_path: str) -> dict[str, Any]:
-    log = read_log(log_path, history=False)
+def _fold_summary(log_path: str, verified: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
+    log = read_log(log_path, history=False, verified=verified)
     return summary_of(log.summary_updates or {})
 
 
@@ -247,7 +257,7 @@ def _files_only(folder: str) -> SegmentData:
     from .reader import read_run_files
 
     files = read_run_files(folder)
-    seg = SegmentData(history=empty_history(), config=dict(files.get("config", {})),
+    seg = SegmentData(history=HistoryColumns.empty(), config=dict(files.get("config", {})),
                       summary=dict(files.get("summary", {})))
     seg.internal["config"] = seg.config.pop("_wandb", None)
     seg.internal["summary"] = seg.summary.pop("_wandb", None)
@@ -263,6 +273,8 @@ def _started_at(metadata: dict[str, Any]) -> float | None:
     text = metadata.get("startedAt")
     if not isinstance(text, str):
         return None
+    import pandas as pd  # only for a run whose log has no start time (a files-only folder)
+
     try:
         return pd.Timestamp(text).tz_localize("UTC").timestamp() if pd.Timestamp(
             text).tzinfo is None else pd.Timestamp(text).timestamp()
