@@ -1,7 +1,7 @@
 """Plain-text training logs: lines of `key:value`, `key=value` or `key value` fields with a step.
 
-The grammar, sniffed from the head and tail of a file (a log may open with a banner or the whole
-training script):
+The grammar, sniffed from the whole file up to 256 KiB, else from its head, tail and six windows
+between (a log may open with a banner, the whole training script or a launcher's output):
 
 - a line is split into fields at `|`, `;`, tabs and `, ` (a comma then a space; `253,886,464`
   stays one token);
@@ -25,8 +25,10 @@ so tqdm's rewritten progress lines are records too):
   `log_<unix>.txt` lines `Step N | loss:… lr:… tokens_per_second_per_gpu:…` (the grammar above);
 - HF Trainer / axolotl stdout: Python dict reprs `{'loss': 1.23, 'grad_norm': 0.5,
   'learning_rate': 2e-05, 'epoch': 0.01}` (and `{'eval_loss': …}`), read with `ast.literal_eval`
-  only; x = `epoch` when it rises from train record to train record, else the count of train
-  records (an eval record takes the count of the train record before it);
+  only, and only those with `epoch` where any has it (`Trainer.log` adds it to every
+  record; other dicts are a launcher's config prints); x = `epoch` when it rises from train record
+  to train record, else the count of train records (an eval record takes the count of the train
+  record before it);
 - fairseq: `epoch 001:    100 / 1000 loss=9.1, nll_loss=…, num_updates=100` (train_inner: plain
   keys), `epoch 001 | loss 9.1 | … | num_updates 1000` (the epoch's averages: `train/<key>`) and
   `epoch 001 | valid on 'valid' subset | loss … | num_updates 1000` (`valid/<key>`, by subset);
@@ -188,23 +190,39 @@ _FS_SUBSET = re.compile(r"^(?:valid|test) on '(?P<subset>[^']+)' subset$|^(?P<s2
                         r"'(?P<s3>[^']+)' subset$")
 
 
+WHOLE_BYTES = 256 << 10  # a file up to this size is sniffed whole
+MIDDLE_WINDOWS = 6  # larger ones: head, tail and this many windows evenly spaced between
+
+
 def _sample(path: str) -> list[str] | None:
+    """Lines to sniff: the whole file up to WHOLE_BYTES, else its head, its tail and evenly
+    spaced windows between them (a console log may print its records only after kilobytes of
+    launcher output, and stop with a traceback). Bounded: at most 8 windows of 16 KiB."""
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
-            head = fh.read(HEAD_BYTES)
-            tail = b""
-            if size > HEAD_BYTES + TAIL_BYTES:
+            if size <= WHOLE_BYTES:
+                parts = [fh.read(WHOLE_BYTES)]
+            else:
+                parts = [fh.read(HEAD_BYTES)]
+                span = size - HEAD_BYTES - TAIL_BYTES
+                for i in range(1, MIDDLE_WINDOWS + 1):
+                    fh.seek(HEAD_BYTES + span * i // (MIDDLE_WINDOWS + 1))
+                    parts.append(fh.read(HEAD_BYTES))
                 fh.seek(size - TAIL_BYTES)
-                tail = fh.read(TAIL_BYTES)
+                parts.append(fh.read(TAIL_BYTES))
     except OSError:
         return None
-    if looks_binary(head):
+    if looks_binary(parts[0]):
         return None
-    text = (head + b"\n" + tail).decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    if size > len(head):  # the sniff window may cut lines at both ends
-        lines = lines[:-1] if not tail else lines[:-1]
+    lines: list[str] = []
+    for i, part in enumerate(parts):
+        cut = part.decode("utf-8", errors="replace").splitlines()
+        if i > 0:  # a window after the head starts mid-line
+            cut = cut[1:]
+        if i < len(parts) - 1:
+            cut = cut[:-1]  # and a window before the tail may end mid-line
+        lines.extend(cut)
     return lines
 
 
@@ -258,10 +276,20 @@ def _framework(lines: list[str]) -> Grammar | None:
         (m := _FAIRSEQ.search(ln)) and _fairseq_row(m)))]
     if len(rows) >= 2 and any("num_updates" in stats for _, stats in rows):
         return Grammar(step="num_updates", framework="fairseq")
-    dicts = sum(1 for ln in lines if _dict_record(ln) is not None)
-    if dicts >= 2:
+    dicts = [rec for ln in lines if (rec := _dict_record(ln)) is not None]
+    if len(_trainer_records(dicts)[0]) >= 2:
         return Grammar(step="epoch", framework="hf-dict")
     return None
+
+
+def _trainer_records(records: list[dict[str, float]]) -> tuple[list[dict[str, float]], int]:
+    """(the Trainer's records, how many others): `Trainer.log` adds `epoch` to every record it
+    prints, so where any carries it, a dict without it is someone else's — a launcher's config
+    print such as DeepSpeed's `{'block_size': 1048576, …}` — and no metric."""
+    with_epoch = [r for r in records if "epoch" in r]
+    if with_epoch:
+        return with_epoch, len(records) - len(with_epoch)
+    return records, 0
 
 
 def _number(v: object) -> float | None:
@@ -491,6 +519,7 @@ def _read_hf_dicts(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame
             skipped += line.strip() != ""
             continue
         records.append(rec)
+    records, foreign = _trainer_records(records)
     train = [r for r in records if "loss" in r] or records
     epochs = [r.get("epoch") for r in train]
     by_epoch = all(e is not None and math.isfinite(e) for e in epochs) and all(
@@ -519,7 +548,8 @@ def _read_hf_dicts(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame
               "an eval record takes the count of the train record before it")
     notes = [f"{name} read as {grammar.describe().split(';')[0]}; {lines} lines (split at \\r "
              f"too), {len(records)} records ({said}) read with ast.literal_eval; {x_said}; "
-             f"{skipped} other line(s) skipped"]
+             + (f"{foreign} dict line(s) without `epoch` skipped (not Trainer records); "
+                if foreign else "") + f"{skipped} other line(s) skipped"]
     return points_frame(steps, keys, values, None, notes, name)
 
 

@@ -257,16 +257,38 @@ def _files_only(folder: str) -> SegmentData:
     from .reader import read_run_files
 
     files = read_run_files(folder)
-    seg = SegmentData(history=HistoryColumns.empty(), config=dict(files.get("config", {})),
+    history, said = _console_history(folder)
+    seg = SegmentData(history=history, config=dict(files.get("config", {})),
                       summary=dict(files.get("summary", {})))
     seg.internal["config"] = seg.config.pop("_wandb", None)
     seg.internal["summary"] = seg.summary.pop("_wandb", None)
-    seg.notes = list(files.get("notes", [])) + [
-        "no .wandb transaction log in this run folder: no history (config and summary come from files/)"
-    ]
+    seg.notes = list(files.get("notes", [])) + said
     if files.get("metadata"):
         seg.info["metadata"] = files["metadata"]
     return seg
+
+
+def _console_history(folder: str) -> tuple[HistoryColumns, list[str]]:
+    """A synced run folder committed without its `.wandb` log often keeps `files/output.log`,
+    wandb's copy of the console: where it holds a training log the local adapter's text reader
+    knows (HF Trainer dicts, torchtune, fairseq, `key: value` lines), that is the run's history,
+    said so; otherwise the run has none."""
+    console = os.path.join(folder, "files", "output.log")
+    none = "no .wandb transaction log in this run folder: no history (config and summary come from files/)"
+    if not os.path.isfile(console):
+        return HistoryColumns.empty(), [none]
+    from rundiff_adapters.local.textlog import read_text_log, sniff_text
+
+    grammar = sniff_text(console)
+    if grammar is None:
+        return HistoryColumns.empty(), [none + "; files/output.log holds no training log rundiff reads"]
+    frame, notes = read_text_log(console, grammar)
+    if not len(frame):
+        return HistoryColumns.empty(), [none + "; files/output.log holds no training log rundiff reads"]
+    return HistoryColumns.from_frame(frame), [
+        "no .wandb transaction log in this run folder: history read from files/output.log (the "
+        "console wandb captured), not from logged history; config and summary come from files/",
+        *notes]
 
 
 def _started_at(metadata: dict[str, Any]) -> float | None:

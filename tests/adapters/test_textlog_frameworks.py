@@ -1,10 +1,11 @@
 """local: text logs of torchtune, HF Trainer / axolotl and fairseq (adapters/local/textlog.py).
 
-The only licensed real sample is tests/fixtures/realworld/textlogs/torchtune-csc-gpu-benchmark
-(torchtune 0.5.0 SLURM stdout: tqdm `1|<step>|Loss: x` descriptions inside `\\r`-rewritten lines;
-figures from its expected.json). No licensed real sample of a torchtune DiskLogger file, an
-axolotl / HF Trainer stdout or a fairseq log was found: those tests write synthetic lines modelled
-on the upstream writers' format strings, quoted above each writer below.
+Real samples: tests/fixtures/realworld/textlogs/torchtune-csc-gpu-benchmark (torchtune 0.5.0 SLURM
+stdout: tqdm `1|<step>|Loss: x` descriptions inside `\\r`-rewritten lines; figures from its
+expected.json), fairseq's own logs (below), and HF Trainer / TRL stdout in
+test_realworld_console_logs.py. No licensed real sample of a torchtune DiskLogger file or an
+axolotl log was found: those tests write synthetic lines modelled on the upstream writers' format
+strings, quoted above each writer below.
 """
 
 from __future__ import annotations
