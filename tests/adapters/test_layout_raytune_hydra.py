@@ -24,7 +24,7 @@ from rundiff_core import LayoutFolder, layouts_in_order
 from rundiff_core.cli import main
 from rundiff_core.detect import collect_claims
 from rundiff_core.resolve import open_source
-from rundiff_core.testing import LayoutContract, WrittenLayout
+from rundiff_core.testing import LayoutContract, WrittenLayout, hash_tree
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
 RAY, HYDRA, HF = REAL / "raytune", REAL / "hydra", REAL / "hf-output"
@@ -571,3 +571,59 @@ def test_hf_snapshot_alone_is_read_when_the_root_state_is_missing(tmp_path):
     assert any("read last-checkpoint/trainer_state.json (global_step 5000)" in n for n in run.fidelity)
     claims = collect_claims(str(out))
     assert claims and claims[0].spec.name == "local"
+
+
+# -- HF Trainer: checkpoint-*/ snapshots, two more sources (transformers 4.41 LLaMA-Factory, 4.4) ----
+
+SYGOAT = HF / "sygoat-mistral-lora-llamafactory"
+BART = HF / "philschmid-bart-samsum-checkpoint-500"
+
+
+@pytest.mark.parametrize("source,snapshots", [(SYGOAT, ["checkpoint-500", "checkpoint-8500"]),
+                                              (BART, ["checkpoint-500"])], ids=["llamafactory", "tf-4.4"])
+def test_hf_checkpoint_snapshots_are_part_of_the_run(source, snapshots, capsys):
+    exp = _expected(source)["files"]
+    root = exp["trainer_state.json"]
+    before = hash_tree(str(source))
+    runs = _runs(source)
+    assert len(runs) == 1  # the checkpoint-*/ states are prefixes of the root's: one run
+    (run,) = runs.values()
+    assert run.meta["state_file"] == str(source / "trainer_state.json")
+    for key in ("loss", "learning_rate"):
+        m = root["metrics"][key]
+        h = run.history([key])
+        assert len(h) == m["points"]
+        assert (h.step.iloc[0], h.step.iloc[-1]) == (m["first_step"], m["last_step"])
+        assert h.value.iloc[-1] == pytest.approx(m["last_value"])
+    assert run.status == "finished"  # the root state's final summary row
+    notes = "\n".join(run.fidelity)
+    assert f"{len(snapshots)} checkpoint-* snapshot" in notes
+    for snap in snapshots:  # each snapshot's log is a prefix of the run's: nothing is lost
+        snap_lh = json.loads((source / snap / "trainer_state.json").read_text())["log_history"]
+        root_lh = json.loads((source / "trainer_state.json").read_text())["log_history"]
+        assert root_lh[: len(snap_lh)] == snap_lh
+    assert main(["ls", str(source)]) == 0
+    assert capsys.readouterr().out.count("layout: hf-trainer") == 1
+    assert hash_tree(str(source)) == before
+
+
+# -- a long-format table on a real folder: `phase` names the rows ---------------------------------
+
+CURLING = REAL / "long-format" / "alivaezii-curling-cnn"
+
+
+def test_long_format_phase_column_gives_one_key_per_metric_and_split():
+    exp = _expected(CURLING)["files"]["results/train_log.csv"]
+    before = hash_tree(str(CURLING))
+    (run,) = _runs(CURLING).values()
+    for key, m in exp["metrics"].items():  # train/loss, val/loss, val/val_macro_f1, …
+        h = run.history([key])
+        assert len(h) == m["points"], key
+        assert (h.step.iloc[0], h.step.iloc[-1]) == (m["first_step"], m["last_step"])
+        assert h.value.iloc[-1] == pytest.approx(m["last_value"])
+        assert (h.value.min(), h.value.max()) == (pytest.approx(m["min"]), pytest.approx(m["max"]))
+    assert not {"loss", "acc", "phase", "train/phase"} & set(run.metric_keys())  # no merged splits
+    notes = _notes(run)
+    assert "long format — `phase` names the rows (train, val)" in notes
+    assert len(exp["launches"]) == 2 and "step went backwards (restart?)" in notes  # 1–5, then 1–7
+    assert hash_tree(str(CURLING)) == before

@@ -93,10 +93,7 @@ def _json(argv: list[str], env: dict[str, str] | None = None) -> dict:
     with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, env or {}):
         code = main([*argv, "--format", "json"])
     assert code in ((0, 1) if argv[0] == "watch" else (0,)), (argv, code)
-    from rundiff_core.commands import _pushdown
-
-    _pushdown._OPEN.close()  # watch keeps its Dask client for the process
-    return json.loads(out.getvalue())
+    return json.loads(out.getvalue())  # watch closed its Dask cluster with its poll
 
 
 @pytest.mark.parametrize("facts", ["stored", "deleted"])
