@@ -1,8 +1,12 @@
 """The same-step comparison engine, split by phase.
 
-`result` holds the dataclasses (the stable JSON shape), `alignment` puts each run's series on the
-chosen x-axis and slices it at the student's x, `trend` measures the gap over the last K points,
-`prose` writes the sentences, and `engine.run_compare` ties them together. Import from here.
+`engine.run_compare` runs the phases in order, each taking what the ones before it found:
+`request` (checked, labelled), `keys` (which keys to load), `names` (the names compared under),
+`classify` (proxy, downstream, diagnostic), `series` (every run's series on the `axis`),
+`student` (who, at which x, against which metrics), `goals` (which way is better), `alignment`
+(each arm sliced at the student's x), `trend` (the gap over the last K points) and `reading`
+(the result, with `prose`'s sentences, `selection`'s shown rows and `curves` for plots).
+`result` holds the dataclasses (the stable JSON shape). Import from here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Series on the chosen x-axis, and slicing each run at the student's x (the step behind every value)."""
+"""Phase 8 of a comparison: every metric's table, each arm sliced at the student's x.
+
+Every baseline is read at the student's latest x for that metric (its current x unless the metric
+is logged less often); a cell without a point there uses the nearest logged point or a straight
+line between the two around it (`align`), and says which and the step actually used.
+"""
 
 from __future__ import annotations
 
@@ -7,141 +12,93 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from ...errors import UsageError
 from ...model import Run
-from ..align import Slice, slice_sorted, values_at
+from ..align import Slice, slice_sorted
 from ..arms import Arm
-from ..metricnames import NameResolution, spelling_key, tokens
+from ..directions import Direction
+from ..metricnames import NameResolution
+from ..roles import GroupDecision
 from ..stats import sample_std
-from .result import Band, Cell, Curve, Row
-
-WALL_AXES = ("wall", "relative_time")
+from .axis import _Axis
+from .classify import Classified
+from .request import Request
+from .result import Cell, Row
+from .series import Loaded, _PushedSeries, _Series
+from .student import Student
 
 
 @dataclass
-class _Series:
-    """One run's metric on the chosen x-axis: sorted, unique x (last logged value wins)."""
+class Table:
+    """One metric's rows: the student's first, then each baseline's with its Δ."""
 
-    x: np.ndarray
-    y: np.ndarray
-    step: np.ndarray
-
-    @property
-    def last_x(self) -> float:
-        return float(self.x[-1]) if len(self.x) else math.nan
-
-    @property
-    def size(self) -> int:
-        return len(self.x)
-
-    def part(self, targets: Sequence[float]) -> _Series:
-        """What slicing at `targets` reads: here, the whole series."""
-        return self
+    metric: str
+    decision: GroupDecision
+    direction: Direction
+    target: float  # the x every arm is read at
+    state: str  # the student's side: ok | not yet | not logged
+    note: str | None
+    rows: list[Row]
 
 
-class _PushedSeries:
-    """A fleet run's metric on the step axis, answered by fleet queries (fleet/pushdown_tail.py)
-    without loading: its size and last step from the per-key facts, and at the slicing targets
-    only the rows near them, which slice exactly as the whole series does. `x`, `y`, `step`
-    load the whole series (the student's trend and plots need it), as does any answer the
-    facts cannot prove."""
-
-    def __init__(self, run: Run, key: str) -> None:
-        self.run, self.key = run, key
-        self._full: _Series | None = None
-        self._known = run.pushed_steps(key)  # type: ignore[attr-defined]
-
-    def whole(self) -> _Series:
-        if self._full is None:
-            steps, values, _w = self.run.series(self.key)
-            self._full = _prepare(steps, values, steps)
-        return self._full
-
-    x = property(lambda self: self.whole().x)
-    y = property(lambda self: self.whole().y)
-    step = property(lambda self: self.whole().step)
-
-    @property
-    def last_x(self) -> float:
-        if self._full is None and self._known is not None:
-            return self._known[1] if self._known[0] else math.nan
-        return self.whole().last_x
-
-    @property
-    def size(self) -> int:
-        if self._full is None and self._known is not None:
-            return int(self._known[0])  # > 0 is all that is asked
-        return self.whole().size
-
-    def want(self, targets: Sequence[float]) -> None:
-        """Targets a later `part` will ask (one query answers every run of the dataset)."""
-        self.run.pushed_want(self.key, targets)  # type: ignore[attr-defined]
-
-    def part(self, targets: Sequence[float]) -> _Series:
-        if self._full is None:
-            got = self.run.pushed_near(self.key, targets)  # type: ignore[attr-defined]
-            if got is not None:
-                return _Series(got[0], got[1], got[0])
-        return self.whole()
+def align_metrics(req: Request, names: NameResolution, roles: Classified, loaded: Loaded,
+                  student: Student, goals: Mapping[str, Direction], align: str, axis: _Axis,
+                  last_k: int) -> list[Table]:
+    """Each compared metric's table at the student's x (fleet series told first where)."""
+    s_arm = req.arms[student.index]
+    _want_student_steps(loaded.series, s_arm, req.runs, student.metrics, student.x, last_k)
+    return [_table(req, names, roles.decisions[m], goals[m], loaded, student, m, align, axis)
+            for m in student.metrics]
 
 
-def pushed_step_series(run: Run, axis: str) -> bool:
-    """True when `run`'s series on `axis` can be `_PushedSeries` (a fleet run, the step axis,
-    and facts that account for every point the adapter would load)."""
-    ok = getattr(run, "pushed_complete", None)
-    return axis == "step" and ok is not None and ok()
+def _table(req: Request, names: NameResolution, decision: GroupDecision, direction: Direction,
+           loaded: Loaded, student: Student, m: str, align: str, axis: _Axis) -> Table:
+    si, s_x, series = student.index, student.x, loaded.series
+    s_arm, s_label = req.arms[si], req.labels[si]
+    goal = direction.goal
+    s_series = series.get((s_arm.primary.address, m))
+    has_student = s_series is not None and s_series.size > 0
+    if has_student:
+        target, state, note = s_series.last_x, "ok", None
+        if target < s_x:
+            note = (f"{s_label} last logged {m} at {axis.label()} {target:g} "
+                    f"(its current {axis.label()} is {s_x:g}); every run is read there")
+    else:
+        target = s_x
+        state = "not yet" if (decision.group == "downstream" or req.running[si]) else "not logged"
+        note = f"{s_label} has not logged {m} yet; baselines shown at {axis.label()} {s_x:g}"
+    order = [si, *(i for i in range(len(req.arms)) if i != si)]  # the student's row first
+    rows = [_row(req.arms[i], req.labels[i], "student" if i == si else "baseline", m, names,
+                 series, target, align, axis, state_if_missing=state if i == si else "not logged")
+            for i in order]
+    student_row = rows[0]
+    for row in rows[1:]:
+        if row.state == "ok" and student_row.state == "ok":
+            row.delta = row.value - student_row.value
+            row.student_better = _better(student_row.value, row.value, goal)
+    return Table(m, decision, direction, target, student_row.state if has_student else state,
+                 note, rows)
 
 
-def _prepare(x: np.ndarray, y: np.ndarray, step: np.ndarray) -> _Series:
-    keep = np.isfinite(x)
-    if not keep.all():
-        x, y, step = x[keep], y[keep], step[keep]
-    if len(x) == 0:
-        return _Series(x, y, step)
-    if len(x) > 1 and not (np.diff(x) > 0).all():
-        order = np.argsort(x, kind="stable")
-        x, y, step = x[order], y[order], step[order]
-        last = np.append(x[1:] != x[:-1], True)
-        x, y, step = x[last], y[last], step[last]
-    return _Series(x, y, step)
+def _better(student: float, other: float, goal: str | None) -> bool | None:
+    if goal is None or not (math.isfinite(student) and math.isfinite(other)) or student == other:
+        return None
+    return student < other if goal == "min" else student > other
 
 
-class _Axis:
-    """Turns a run's raw points into x values for the chosen axis."""
-
-    def __init__(self, axis: str) -> None:
-        self.axis = axis
-        self.keys: dict[str, str] = {}  # run address → the logged key used as x
-
-    @property
-    def by_key(self) -> bool:
-        return self.axis != "step" and self.axis not in WALL_AXES
-
-    def label(self) -> str:
-        if self.axis == "step":
-            return "step"
-        if self.axis in WALL_AXES:
-            return "wall time (s since start)"
-        return self.axis
-
-    def find_key(self, run: Run, logged: Sequence[str]) -> str:
-        """The key a run logs the x-axis under: exact, same words, or a unique `…/epoch`."""
-        if self.axis in logged:
-            return self.axis
-        want = spelling_key(self.axis)
-        hits = [k for k in logged if spelling_key(k) == want]
-        if len(hits) != 1:
-            last = tokens(self.axis)[-1:] if tokens(self.axis) else ()
-            hits = [k for k in logged if tokens(k)[-1:] == last] if len(hits) == 0 else hits
-        if len(hits) == 1:
-            return hits[0]
-        found = ", ".join(hits) if hits else ", ".join(sorted(logged)[:15])
-        raise UsageError(
-            f"{run.name} ({run.address}) has no unique '{self.axis}' key for --x {self.axis}",
-            hint=("it matches " if hits else "it logs ") + found + "; pick one with --x KEY",
-        )
+def _want_student_steps(series: Mapping[tuple[str, str], _Series | _PushedSeries], s_arm: Arm,
+                        runs: Sequence[Run], metric_names: Sequence[str], s_x: float,
+                        last_k: int) -> None:
+    """Tell fleet runs' series (`_PushedSeries`) where they will be read — the student's target
+    and last K x of each metric (its rows and trend) — so one query reads them all."""
+    for m in metric_names:
+        pushed = [ser for r in runs if isinstance(ser := series.get((r.address, m)), _PushedSeries)]
+        if not pushed:
+            continue
+        mine = series.get((s_arm.primary.address, m))
+        targets = list(mine.x[-last_k:]) if mine is not None and mine.size else [s_x]
+        for ser in pushed:
+            ser.want(targets)
 
 
 def _slice(series: _Series, target: float, mode: str) -> tuple[Slice, float, tuple[float, float] | None]:
@@ -156,41 +113,6 @@ def _slice(series: _Series, target: float, mode: str) -> tuple[Slice, float, tup
         frac = (target - x0) / (x1 - x0) if x1 != x0 else 0.0
         return s, s0 + (s1 - s0) * frac, (s0, s1)
     return s, float(series.step[s.indices[0]]), None
-
-
-def _logged_keys(runs: Sequence[Run], asked: list[str] | None, maps: dict[str, str],
-                 axis: _Axis) -> tuple[dict[str, list[str]], set[str]]:
-    """Each run's logged keys, and the runs whose full history that loaded.
-
-    When every asked name is logged verbatim, only those keys are loaded."""
-    out: dict[str, list[str]] = {}
-    full: set[str] = set()
-    for run in runs:
-        if asked is not None and not maps and not axis.by_key:
-            if pushed_step_series(run, axis.axis):  # the keys from the fleet's facts
-                present = set(run.metric_keys()) & set(asked)
-            else:
-                h = run.history(asked)
-                present = set(h["key"].astype(str).unique()) if len(h) else set()
-            if present == set(asked):
-                out[run.address] = sorted(present)
-                continue
-        out[run.address] = run.metric_keys()
-        full.add(run.address)
-    return out, full
-
-
-def _key_indices(h: pd.DataFrame, wanted: set[str]) -> dict[str, np.ndarray]:
-    """Row positions of each wanted key (categorical codes when the adapter gave them)."""
-    if not len(h):
-        return {}
-    col = h["key"]
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = col.cat.categories
-        codes = col.cat.codes.to_numpy()
-        return {k: np.flatnonzero(codes == cats.get_loc(k)) for k in wanted if k in cats}
-    keys = col.to_numpy()
-    return {k: np.flatnonzero(keys == k) for k in wanted}
 
 
 def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
@@ -238,50 +160,3 @@ def _row(arm: Arm, label: str, role: str, metric: str, names: NameResolution,
         note = f"first logged at {axis.label()} {min(firsts):g}" if firsts else None
     return Row(role, label, state, math.nan, math.nan, 0, n_seeds, n_seeds == 1, [], state,
                math.nan, None, note, cells)
-
-
-def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series | _PushedSeries],
-                   xs: np.ndarray, align: str) -> np.ndarray:
-    """The arm's mean over seeds at each x (NaN where no seed has a point there)."""
-    stack = []
-    for run in arm.seeds:
-        ser = series.get((run.address, metric))
-        if ser is not None and ser.size:
-            part = ser.part(xs)
-            stack.append(values_at(part.x, part.y, xs, align, strict_start=True))
-    if not stack:
-        return np.full(len(xs), np.nan)
-    mat = np.vstack(stack)
-    counts = np.sum(np.isfinite(mat), axis=0)
-    sums = np.nansum(mat, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-
-
-def _display_curves(arms: Sequence[Arm], labels: Sequence[str], si: int, metric_names: Sequence[str],
-                    series: Mapping[tuple[str, str], _Series | _PushedSeries]
-                    ) -> tuple[dict[str, list[Curve]], dict[str, list[Band]]]:
-    curves: dict[str, list[Curve]] = {}
-    bands: dict[str, list[Band]] = {}
-    for m in metric_names:
-        curves[m], bands[m] = [], []
-        for i, arm in enumerate(arms):
-            role = "student" if i == si else "baseline"
-            for run in arm.seeds:
-                ser = series.get((run.address, m))
-                if ser is not None and len(ser.x):
-                    curves[m].append(Curve(labels[i], role, run.name, ser.x, ser.y))
-            primary = series.get((arm.primary.address, m))
-            if len(arm.seeds) > 1 and primary is not None and len(primary.x):
-                grid = primary.x
-                stack = np.vstack([
-                    values_at(s.x, s.y, grid, "interpolate", strict_start=True)
-                    for r in arm.seeds if (s := series.get((r.address, m))) is not None and len(s.x)
-                ])
-                n = np.sum(np.isfinite(stack), axis=0)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    mean = np.where(n > 0, np.nansum(stack, axis=0) / np.maximum(n, 1), np.nan)
-                    dev = np.where(n > 1, np.sqrt(np.nansum((stack - mean) ** 2, axis=0)
-                                                  / np.maximum(n - 1, 1)), 0.0)
-                bands[m].append(Band(labels[i], role, grid, mean, dev, n))
-    return curves, bands

@@ -1,17 +1,52 @@
-"""The gap between the student and a baseline over the student's last K points."""
+"""Phase 9 of a comparison: the gap between the student and each baseline over its last K points."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..align import values_at
 from ..arms import Arm
-from .alignment import _arm_values_at, _PushedSeries, _Series
+from .alignment import Table
+from .axis import _Axis
+from .request import Request
 from .result import Trend
+from .series import Loaded, _PushedSeries, _Series
+from .student import Student
 
 CONVERGED_POINTS = 5
+
+
+def measure_trends(req: Request, student: Student, tables: Sequence[Table], loaded: Loaded,
+                   align: str, last_k: int, axis: _Axis) -> list[list[Trend]]:
+    """Each table's trends, one per baseline; none where the student has no value to start from."""
+    si = student.index
+    out = []
+    for t in tables:
+        out.append([_trend(req.arms[si], req.labels[si], req.arms[i], req.labels[i], t.metric,
+                           loaded.series, align, t.direction.goal, last_k, axis.label())
+                    for i in range(len(req.arms)) if i != si and t.rows[0].state == "ok"])
+    return out
+
+
+def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series | _PushedSeries],
+                   xs: np.ndarray, align: str) -> np.ndarray:
+    """The arm's mean over seeds at each x (NaN where no seed has a point there)."""
+    stack = []
+    for run in arm.seeds:
+        ser = series.get((run.address, metric))
+        if ser is not None and ser.size:
+            part = ser.part(xs)
+            stack.append(values_at(part.x, part.y, xs, align, strict_start=True))
+    if not stack:
+        return np.full(len(xs), np.nan)
+    mat = np.vstack(stack)
+    counts = np.sum(np.isfinite(mat), axis=0)
+    sums = np.nansum(mat, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 def _flat(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, float]:
