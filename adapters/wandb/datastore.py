@@ -95,6 +95,10 @@ class LogData:
     verified: tuple[int, int, int, int] | None = None
     # summary records found or decoded one at a time (in `_record`, or flagged by the vector walk)
     summary_records_one_by_one: int = 0
+    # with `summary=False` on a log that framed clean: every summary payload as a (start, end)
+    # offset, in log order, so the fold later reads just those bytes (`fold_summary_at`): file
+    # offsets, or past the file's end into the bytes of the records that spanned chunks, kept
+    summary_payloads: tuple[np.ndarray, np.ndarray, bytes] | None = None
 
 
 def read_log(path: str, *, vector: bool = True, history: bool = True, summary: bool = True,
@@ -170,6 +174,10 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
         _summary_fold(buf, arr, summ_idx, sub_s, sub_e, summary_spans, log, vector=vector)
     else:
         log.summary_updates = None
+        if vector and framed.clean:
+            _rec, s, e = _summary_payloads(summ_idx, sub_s, sub_e, summary_spans)
+            joined_end = max(int(e.max()) if e.size else 0, framed.file_size)
+            log.summary_payloads = (s, e, bytes(buf[framed.file_size:joined_end]))
     counts[R_HISTORY] = len(hist_idx) + len(py_history)
     counts[R_SUMMARY] = len(summary_spans) + len(summ_idx)
     log.record_counts = {RECORD_NAMES.get(k, str(k)): v for k, v in sorted(counts.items()) if v}
@@ -388,21 +396,48 @@ def _summary_fold(buf: bytes, arr: np.ndarray, summ_idx: np.ndarray, sub_s: np.n
     of unusual shape). `vector=False` folds record by record (`_summary_fold_py`, the reference);
     otherwise `_summary_fold_vec` folds them all at once.
     """
-    if py_spans:
-        extra = np.asarray(py_spans, dtype=np.int64).reshape(-1, 3)
-        rec = np.concatenate([summ_idx, extra[:, 0]])
-        order = np.argsort(rec, kind="stable")
-        rec = rec[order]
-        s = np.concatenate([sub_s[summ_idx], extra[:, 1]])[order]
-        e = np.concatenate([sub_e[summ_idx], extra[:, 2]])[order]
-    else:
-        rec, s, e = summ_idx, sub_s[summ_idx], sub_e[summ_idx]
+    rec, s, e = _summary_payloads(summ_idx, sub_s, sub_e, py_spans)
     if not rec.size:
         return
     if vector:
         _summary_fold_vec(buf, arr, s, e, log)
     else:
         _summary_fold_py(buf, list(zip(rec.tolist(), s.tolist(), e.tolist(), strict=True)), log)
+
+
+def _summary_payloads(summ_idx: np.ndarray, sub_s: np.ndarray, sub_e: np.ndarray,
+                      py_spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(record, start, end) of every summary payload, the vector pass's and `_record`'s, in log
+    order."""
+    if not py_spans:
+        return summ_idx, sub_s[summ_idx], sub_e[summ_idx]
+    extra = np.asarray(py_spans, dtype=np.int64).reshape(-1, 3)
+    rec = np.concatenate([summ_idx, extra[:, 0]])
+    order = np.argsort(rec, kind="stable")
+    return (rec[order], np.concatenate([sub_s[summ_idx], extra[:, 1]])[order],
+            np.concatenate([sub_e[summ_idx], extra[:, 2]])[order])
+
+
+def fold_summary_at(path: str, payloads: tuple[np.ndarray, np.ndarray, bytes],
+                    verified: tuple[int, int, int, int]) -> dict[tuple[str, ...], bytes | None] | None:
+    """The summary fold of a log read earlier with `summary=False`, from its summary payloads'
+    file offsets alone: no framing, no record types again. Only while the file has the stamp of
+    that read (which checked every chunk CRC clean); None otherwise, and the caller reads the log
+    again (`read_log(history=False)`)."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev) != verified:
+            return None
+        s, e, joined = payloads
+        raw = bytearray(st.st_size + len(joined) + PAD)
+        n = fh.readinto(memoryview(raw)[: st.st_size]) or 0
+        if n != st.st_size or os.fstat(fh.fileno()).st_mtime_ns != st.st_mtime_ns:
+            return None
+    raw[n : n + len(joined)] = joined  # the records that spanned chunks, as the first read joined them
+    log = LogData(path=path)
+    if s.size:
+        _summary_fold_vec(raw, np.frombuffer(raw, dtype=np.uint8), s, e, log)
+    return log.summary_updates
 
 
 SUMMARY_CHUNK = 1 << 14  # summary records walked at once: temporaries stay in cache, memory bounded

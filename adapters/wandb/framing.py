@@ -63,6 +63,7 @@ class Framed:
     ends: np.ndarray
     stats: FrameStats
     clean: bool = False  # the fast path took every chunk: well-formed, and every CRC matched
+    file_size: int = 0  # when clean: spans ending at or before it are offsets into the file itself
 
 
 def chunk_crcs(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> np.ndarray:
@@ -188,7 +189,7 @@ def frame(raw: bytearray, n: int, *, crc: bool = True) -> Framed:
     starts = np.concatenate(rec_s)[order]
     ends = np.concatenate(rec_e)[order]
     stats.records = int(starts.size)
-    return Framed(buf, starts, ends, stats, clean=True)
+    return Framed(buf, starts, ends, stats, clean=True, file_size=n)
 
 
 def _with_records(raw: bytearray, n: int, joined: list[bytes]) -> tuple[bytearray | bytes, np.ndarray]:

@@ -623,6 +623,13 @@ def test_long_format_phase_column_gives_one_key_per_metric_and_split():
         assert h.value.iloc[-1] == pytest.approx(m["last_value"])
         assert (h.value.min(), h.value.max()) == (pytest.approx(m["min"]), pytest.approx(m["max"]))
     assert not {"loss", "acc", "phase", "train/phase"} & set(run.metric_keys())  # no merged splits
+    # the per-class report beside it has no step column: no history of this run, said so
+    assert set(run.metric_keys()) == set(exp["metrics"])
+    report = CURLING / "results" / "test_report_thresholded.csv"
+    assert any(n.startswith("test_report_thresholded.csv: no step-like column beside "
+                            "train_log.csv's `epoch` → not read as history") for n in run.fidelity)
+    (alone,) = _runs(report).values()  # named alone, it is read (x = row index, said)
+    assert alone.metric_keys() and "x = row index" in _notes(alone)
     notes = _notes(run)
     assert "long format — `phase` names the rows (train, val)" in notes
     assert len(exp["launches"]) == 2 and "step went backwards (restart?)" in notes  # 1–5, then 1–7

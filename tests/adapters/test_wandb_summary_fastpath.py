@@ -159,6 +159,37 @@ def test_run_summary_equals_the_reference_fold(current_log, realdata):
         assert run.summary == summary_of(ref.summary_updates), folder
 
 
+def test_the_lazy_fold_reads_only_the_summary_payloads_the_first_read_located(current_log, realdata,
+                                                                            monkeypatch):
+    """After the history read, `run.summary` folds the summary payloads at the offsets that read
+    found — the file read again, but not framed or typed again — including payloads of records
+    that spanned chunks (their joined bytes are kept): the same summary as the reference."""
+    logs = [(current_log["folder"], current_log["log"])] + [
+        (os.path.dirname(p), p) for p in sorted(glob.glob(str(realdata / VST / "*" / "*.wandb")))]
+    spanned = 0
+    for folder, log in logs:
+        ref = read_log(log, history=False, vector=False)
+        if not ref.record_counts.get("summary"):
+            continue
+        first = read_log(log, summary=False)
+        s, e, joined = first.summary_payloads
+        spanned += int((e > os.path.getsize(log)).sum())
+        run = load_run(folder)
+        run.history()
+        framed: list[int] = []
+        real_frame = datastore.frame
+
+        def counted(*a, _calls=framed, _frame=real_frame, **k):
+            _calls.append(1)
+            return _frame(*a, **k)
+
+        monkeypatch.setattr(datastore, "frame", counted)
+        assert run.summary == summary_of(ref.summary_updates), folder
+        assert framed == [], folder  # no second framing pass
+        monkeypatch.setattr(datastore, "frame", real_frame)
+    assert spanned > 0  # the joined-bytes path was exercised
+
+
 # -- the fast path is taken ----------------------------------------------------------------------
 def _no_reference_fold(monkeypatch):
     def refuse(*_a, **_k):

@@ -70,12 +70,43 @@ def claim_file(path: str) -> list[LayoutRun] | None:
     return runs or None
 
 
+def _table_sniff(spec: LayoutRun, path: str) -> Sniff | None:
+    sniff = spec.sniffs.get(path)
+    if isinstance(sniff, Sniff):
+        return sniff
+    if path.lower().endswith(".json"):
+        found = sniff_table(path)
+        return found if found is not None and found.kind == "json" else None
+    return sniff_table(path)
+
+
+def _unstepped(spec: LayoutRun) -> dict[str, str]:
+    """{table: the stepped table beside it} for tables with no step-like column in a run whose
+    other tables have one: a report or summary table (`test_report.csv`: one row per class) is
+    not that run's history, and its row index is no step. Read alone (`local:FILE`), it is."""
+    if len(spec.files) < 2:
+        return {}
+    sniffs = {p: _table_sniff(spec, p) for p in spec.files}
+    tables = {p: sn for p, sn in sniffs.items() if sn is not None and one_row(p, sn) is None}
+    stepped = [p for p, sn in tables.items() if sn.step]
+    if not stepped:
+        return {}
+    beside = f"{os.path.basename(stepped[0])}'s `{tables[stepped[0]].step}`"
+    return {p: beside for p, sn in tables.items() if not sn.step}
+
+
 def meta(spec: LayoutRun) -> Meta:
     out = Meta()
     out.config, out.notes = read_config_files(os.path.dirname(spec.path) if os.path.isfile(spec.path)
                                               else spec.path)
+    unstepped = _unstepped(spec)
     for path in spec.files:
         base = os.path.basename(path)
+        if path in unstepped:
+            out.notes.append(f"{base}: no step-like column beside {unstepped[path]} → not read as "
+                             f"history (a report table? `rundiff ls local:{path}` reads it alone, "
+                             "x = row index)")
+            continue
         sniff = spec.sniffs.get(path)
         if isinstance(sniff, Sniff):
             if (row := one_row(path, sniff)) is not None:
@@ -108,7 +139,10 @@ def meta(spec: LayoutRun) -> Meta:
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     frames, notes = [], []
+    unstepped = _unstepped(spec)
     for path in spec.files:
+        if path in unstepped:
+            continue  # said in the meta notes
         sniff = spec.sniffs.get(path)
         if isinstance(sniff, Sniff):
             if one_row(path, sniff) is not None:
