@@ -7,7 +7,7 @@ Each worker process exports a contiguous shard of bench/synthetic_fleet.py's run
 declared seed siblings, `loss` and `eval/accuracy` at every step) with the export's own per-run
 code — `rundiff_core.fleet.worker.export_run`: load the run, fingerprint it, hash its points,
 build its runs-table row (redacted), `writer.write_points` its partition — and streams the same
-points into one pack segment of its own (`pack.SegmentWriter`, which stores the segment's facts
+points into one pack segment of its own (`pack_writer.SegmentWriter`, which stores the segment's facts
 beside it as `rundiff export` does). The driver holds the dataset lock, then writes the runs and
 errors tables and the manifest with `export._finish`. The result is a dataset `rundiff export`
 recognises and updates (its segments are the pack; at most 8, so none is compacted on the next
@@ -47,7 +47,7 @@ def build_shard(root: str, runs: int, steps: int, lo: int, hi: int, at: _dt.date
     from synthetic_fleet import SyntheticFleet
 
     from rundiff_core.fleet import writer
-    from rundiff_core.fleet.pack import SegmentWriter
+    from rundiff_core.fleet.pack_writer import SegmentWriter
     from rundiff_core.fleet.worker import RunTask, export_run, register_local_source
 
     source = SyntheticFleet(runs, steps)
@@ -79,7 +79,7 @@ def generate(root: str, runs: int, steps: int, workers: int = 2, segments: int |
              progress: bool = True) -> dict[str, Any]:
     """Write the dataset at `root` (a new or empty folder): what was done and what it cost."""
     from rundiff_core.fleet import export, writer
-    from rundiff_core.fleet.pack import MAX_SEGMENTS
+    from rundiff_core.fleet.pack_writer import MAX_SEGMENTS
 
     root = os.path.abspath(root)
     if os.path.isdir(root) and os.listdir(root):

@@ -9,7 +9,6 @@ pyarrow until a name that needs them is used: `rundiff --help` stays fast.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from .lazy import lazy_getattr
@@ -54,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "is_seed_key": "engines.arms",
     "is_identity_key": "engines.arms",
     "AdapterSpec": "registry",
+    "adapters_hook": "registry",
     "Claimed": "layouts",
     "LayoutFolder": "layouts",
     "LayoutMeta": "layouts",
@@ -147,6 +147,7 @@ __all__ = [
     "Walk",
     "YamlRefused",
     "__version__",
+    "adapters_hook",
     "analyze_messages",
     "bucket_finish",
     "content_text",
@@ -192,19 +193,13 @@ __all__ = [
 ]
 
 
-_exported = lazy_getattr(__name__, _EXPORTS, globals())
+_exported = lazy_getattr(__name__, _EXPORTS, globals(), modules=_MODULES)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return _exported(name)
-    if name in _MODULES:
-        value = importlib.import_module(f"{__name__}.{_MODULES[name]}")
-        globals()[name] = value
-        return value
-    if name == "__version__":
+    if name == "__version__":  # read from the installed metadata, never stored
         return _version()
-    raise AttributeError(f"module 'rundiff_core' has no attribute {name!r}")
+    return _exported(name)
 
 
 def __dir__() -> list[str]:
@@ -271,7 +266,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .plugins import layouts_in_order
     from .redact import REDACTED, redact_text
-    from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim
+    from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim, adapters_hook
     from .render.formats import ReporterSpec
     from .resolve import load_run, load_runs, open_source
     from .source import BaseSource, RunSource

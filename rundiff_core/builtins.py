@@ -10,6 +10,8 @@ The commands are listed from `COMMANDS` (name, module, one-line help) without im
 modules; a command's module is imported, and its `add_parser` called, when that command is used or
 its `--help` asked for (`CommandHost.add_lazy`). So `rundiff --help` builds one parser, and
 `rundiff ls …` two. tests/core/test_startup_imports.py checks each help here against its module's.
+`lazy_commands` builds that hook for any plugin of rundiff's own: the `rundiff` package adds `mcp`
+with it (`rundiff.agents`), so the core never imports the package above it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import importlib.util
 from typing import Any
 
 from .hookspecs import hookimpl
-from .render.formats import REPORTING_COMMANDS, ReporterSpec
+from .reporters import REPORTING_COMMANDS, ReporterSpec
 
 NAME = "builtins"
 
@@ -48,8 +50,6 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "monitor live runs: freshness, progress, anomalies, completion"),
     ("export", "rundiff_core.commands.export",
      "export runs from any trackers into one Hive-partitioned Parquet dataset"),
-    ("mcp", "rundiff_core.commands.mcp",
-     "serve rundiff's read-only tools to AI agents (Model Context Protocol)"),
 )
 # The modules of COMMANDS that are always present; an optional one whose module is absent is
 # skipped (found without importing it).
@@ -60,8 +60,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rundiff_core.commands.detect",
     "rundiff_core.commands.plugins",
 )
-OPTIONAL_COMMAND_MODULES: tuple[str, ...] = tuple(m for _n, m, _h in COMMANDS
-                                                  if m not in COMMAND_MODULES)
 
 # The --format formats the commands render themselves from their result objects (render=None).
 FORMATS: tuple[ReporterSpec, ...] = (
@@ -79,16 +77,28 @@ def rundiff_register_reporters(register: Any) -> None:
         register(spec)
 
 
-@hookimpl
-def rundiff_register_commands(cli: Any) -> None:
-    for name, module, help in COMMANDS:
-        if module in OPTIONAL_COMMAND_MODULES and importlib.util.find_spec(module) is None:
-            continue
-        add_lazy = getattr(cli, "add_lazy", None)
-        if add_lazy is None:  # a host without lazy commands: build the parser now
-            _builder(module)(cli)
-        else:
-            add_lazy(name, help=help, build=_builder(module))
+def lazy_commands(commands: tuple[tuple[str, str, str], ...], *,
+                  always_present: tuple[str, ...] = ()) -> Any:
+    """A `rundiff_register_commands` hook that lists each (name, module, help) of `commands` now
+    and builds it from `module`'s `add_parser(cli)` when used, so listing imports no module. A
+    command whose module is absent is skipped (looked up without importing it, except the
+    `always_present` modules)."""
+
+    @hookimpl
+    def rundiff_register_commands(cli: Any) -> None:
+        for name, module, help in commands:
+            if module not in always_present and importlib.util.find_spec(module) is None:
+                continue
+            add_lazy = getattr(cli, "add_lazy", None)
+            if add_lazy is None:  # a host without lazy commands: build the parser now
+                _builder(module)(cli)
+            else:
+                add_lazy(name, help=help, build=_builder(module))
+
+    return rundiff_register_commands
+
+
+rundiff_register_commands = lazy_commands(COMMANDS, always_present=COMMAND_MODULES)
 
 
 def _builder(module: str) -> Any:

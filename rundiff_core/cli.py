@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         apply_adapter_options(args)
         if args.__dict__.get("_opens_no_source"):  # `adapters`, `plugins`: nothing to reuse
             return int(args.func(args) or 0)
-        from .resolve import reuse_loads
+        from .opening import reuse_loads
 
         with reuse_loads():
             return int(args.func(args) or 0)

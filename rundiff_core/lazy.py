@@ -10,17 +10,25 @@ from typing import Any
 
 
 def lazy_getattr(package: str, exports: Mapping[str, str], namespace: dict[str, Any], *,
-                 relative: bool = True) -> Callable[[str], Any]:
+                 relative: bool = True,
+                 modules: Mapping[str, str] | None = None) -> Callable[[str], Any]:
     """A module `__getattr__` for `package`: `exports` maps a name to the module holding it
-    (relative to the package unless `relative=False`); a name once loaded is stored in
-    `namespace` (the package's globals), so later lookups skip this."""
+    (relative to the package unless `relative=False`), `modules` a name to a module exported
+    whole; a name once loaded is stored in `namespace` (the package's globals), so later lookups
+    skip this."""
+
+    def load(name: str) -> Any:
+        if name in exports:
+            module = exports[name]
+            return getattr(importlib.import_module(f"{package}.{module}" if relative else module),
+                           name)
+        if modules and name in modules:
+            module = modules[name]
+            return importlib.import_module(f"{package}.{module}" if relative else module)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}" if relative else module),
-                        name)
+        value = load(name)
         namespace[name] = value
         return value
 

@@ -12,6 +12,7 @@ comes with a credentials hint; a rejected key does.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import ssl
@@ -20,7 +21,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from .errors import InputError
@@ -153,3 +154,19 @@ def status_error(url: str, answer: Answer, *, what: str, key_hint: str) -> Serve
 def fail(url: str, cause: str, hint: str | None = None) -> ServerUnreachable:
     """A ServerUnreachable for a cause the caller found in an answer (`not an MLflow server`)."""
     return _fail(url, cause, hint)
+
+
+def tracker_json(url: str, answer: Answer, *, path: str,
+                 is_tracker: Callable[[dict[str, Any]], bool], not_tracker: str,
+                 hint: str) -> dict[str, Any]:
+    """The answer's JSON object (an empty body reads as `{}`) when `is_tracker` recognises it;
+    otherwise ServerUnreachable `<not_tracker> (<status> with non-JSON|unexpected JSON on <path>)`.
+    One reading of a probe's body for every tracker, so each says only what its server answers."""
+    try:
+        body = json.loads(answer.body or b"{}")
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or not is_tracker(body):
+        raise _fail(url, f"{not_tracker} ({answer.status} with "
+                         f"{'non-JSON' if body is None else 'unexpected JSON'} on {path})", hint)
+    return body

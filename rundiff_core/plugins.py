@@ -41,16 +41,21 @@ from . import hookspecs
 from .errors import PluginError, RundiffError
 from .layouts import LayoutRegistry, LayoutSpec
 from .registry import AdapterRegistry, AdapterSpec
-from .render.formats import ReporterRegistry, ReporterSpec
+from .reporters import ReporterRegistry, ReporterSpec
 
 ENTRY_POINT_GROUP = "rundiff"
 
 # rundiff's own commands and formats: loaded first, so no later plugin can take their names, and
 # never disabled.
 ESSENTIAL_PLUGINS: tuple[str, ...] = ("rundiff_core.builtins",)
+ESSENTIAL_NAMES = frozenset(m.rsplit(".", 1)[-1] for m in ESSENTIAL_PLUGINS)
 
+# The plugins of the rundiff distribution, named here, imported by name (the core imports neither
+# the adapters nor the `rundiff` package): `rundiff.agents` adds `rundiff mcp` through the same
+# command hook a third-party package uses.
 DEFAULT_PLUGINS: tuple[str, ...] = (
     *ESSENTIAL_PLUGINS,
+    "rundiff.agents",
     "rundiff_adapters.wandb",
     "rundiff_adapters.mlflow",
     "rundiff_adapters.neptune",
@@ -303,10 +308,12 @@ class Plugins:
 
     def add_commands(self, cli: Any) -> None:
         """Let each plugin add subcommands through `cli` (a `CommandHost`), built-ins first so no
-        plugin can take their names. A plugin whose hook fails is reported and the others still
-        get their turn; a failing built-in is a bug and raises."""
+        plugin can take their names (the essential `builtins` before rundiff's other plugins, so
+        `rundiff --help` lists its commands first). A plugin whose hook fails is reported and the
+        others still get their turn; a failing built-in is a bug and raises."""
         impls = list(reversed(self.pm.hook.rundiff_register_commands.get_hookimpls()))
-        for impl in sorted(impls, key=lambda i: not self._builtin(i.plugin_name)):
+        for impl in sorted(impls, key=lambda i: (not self._builtin(i.plugin_name),
+                                                 i.plugin_name not in ESSENTIAL_NAMES)):
             name = impl.plugin_name
             info = self.info.get(name)
             self.trace(f"call {name}.rundiff_register_commands(cli=...)")

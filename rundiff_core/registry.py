@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MissingDependencyError, PluginError
+from .hookspecs import hookimpl
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,20 @@ class ProjectClaim:
 def claim_priority(claim: Claim | ProjectClaim, spec: AdapterSpec) -> int:
     """The number a claim ranks by: its own priority when it sets one, else its adapter's."""
     return spec.priority if claim.priority is None else claim.priority
+
+
+def adapters_hook(*specs: AdapterSpec) -> Callable[..., None]:
+    """The `rundiff_register_adapters` hook of a plugin whose adapters are fixed, so a plugin
+    module declares them instead of writing the hook:
+    `rundiff_register_adapters = adapters_hook(AdapterSpec(...))`. The specs are checked when the
+    hook runs, exactly as if the plugin had called `register` itself."""
+
+    @hookimpl
+    def rundiff_register_adapters(register: Callable[[AdapterSpec], None]) -> None:
+        for spec in specs:
+            register(spec)
+
+    return rundiff_register_adapters
 
 
 _SCHEME = re.compile(r"[a-z][a-z0-9+._-]+")  # two letters at least: one letter is a drive

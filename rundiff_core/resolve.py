@@ -3,53 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .address import Address, parse_address
 from .detect import detect_project, sniff_path
 from .errors import AddressError, InputError, UnrecognizedSourceError, UsageError
+from .opening import open_with
 from .plugins import Plugins, get_plugins
-from .redact import redacted_errors, redacted_source
 from .registry import AdapterSpec
 from .source import RunSource
 
 if TYPE_CHECKING:
     from .model import Run
-
-# Active reuse scopes (innermost last): canonical address → source, (adapter, run address) → Run.
-_SCOPES: list[tuple[dict[str, Any], dict[tuple[str, str], Run]]] = []
-
-
-@contextmanager
-def reuse_loads() -> Iterator[None]:
-    """Within this scope an address opened twice is one source and a run loaded twice is one `Run`
-    (whose histories are cached per key set), so `rundiff diff X X`, a baseline that is also a
-    seed sibling, or a second `--metric` pass reads each file once. Commands run in one scope;
-    `watch` starts a new one per poll, so new points are never hidden."""
-    _SCOPES.append(({}, {}))
-    try:
-        yield
-    finally:
-        _SCOPES.pop()
-
-
-def _reused(source: RunSource, adapter: str) -> RunSource:
-    """`source` whose load_run answers from the innermost scope's runs."""
-    runs = _SCOPES[-1][1]
-    load = source.load_run
-
-    def load_run(ref: Any) -> Run:
-        key = (adapter, ref.address)
-        hit = runs.get(key)
-        if hit is None:
-            hit = runs[key] = load(ref)
-        return hit
-
-    source.load_run = load_run  # type: ignore[method-assign]
-    return source
-
 
 def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
     """Open the source an address names: registered scheme first, then hooks, then sniffing.
@@ -87,17 +53,7 @@ def open_source(raw: str, plugins: Plugins | None = None) -> RunSource:
         spec = winner.spec
         locator = winner.claim.locator or address.locator
         address = Address(f"{spec.schemes[0]}:{locator}", spec.schemes[0], locator)
-    source_cls = spec.load_source_class()
-    if _SCOPES:
-        sources = _SCOPES[-1][0]
-        hit = sources.get(address.raw)
-        if hit is None:
-            with redacted_errors():
-                hit = sources[address.raw] = redacted_source(
-                    _reused(source_cls(address), spec.name))
-        return hit
-    with redacted_errors():
-        return redacted_source(source_cls(address))
+    return open_with(spec, address)
 
 
 def _one_store_below(path: str, plugins: Plugins | None) -> str | None:

@@ -34,10 +34,9 @@ import pytest
 from .address import Address
 from .detect import collect_claims, sniff_path
 from .errors import RundiffError, RunNotFoundError
-from .hookspecs import hookimpl
 from .model import Run, RunRef, empty_history, filter_keys, flatten, make_history
 from .plugins import Plugins, get_plugins, set_plugins
-from .registry import AdapterSpec
+from .registry import AdapterSpec, adapters_hook
 from .source import BaseSource
 
 __all__ = [
@@ -190,11 +189,13 @@ class PublishedMemorySource(InMemorySource):
 
 
 class _MemoryPlugin:
-    @hookimpl
-    def rundiff_register_adapters(self, register):  # noqa: ANN001 - hook signature
-        register(AdapterSpec(name="memory", schemes=("memory",), priority=1000,
-                             source="rundiff_core.testing:PublishedMemorySource",
-                             summary="runs held in memory by rundiff_core.testing"))
+    """The `memory:` adapter, declared as any plugin declares its adapters (`adapters_hook`)."""
+
+    rundiff_register_adapters = staticmethod(adapters_hook(AdapterSpec(
+        name="memory", schemes=("memory",), priority=1000,
+        source="rundiff_core.testing:PublishedMemorySource",
+        summary="runs held in memory by rundiff_core.testing",
+    )))
 
 
 @contextlib.contextmanager

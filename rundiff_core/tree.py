@@ -122,8 +122,8 @@ def search_tree(root: str, plugins: Plugins | None = None, *, max_folders: int =
                 max_seconds: float = MAX_SECONDS) -> TreeSearch:
     """Every store at or below `root` (see the module docstring); read-only."""
     from .detect import sniff_path
+    from .opening import open_registered
     from .plugins import get_plugins
-    from .resolve import open_source
 
     plugins = plugins or get_plugins()
     root = os.path.abspath(root)
@@ -151,7 +151,7 @@ def search_tree(root: str, plugins: Plugins | None = None, *, max_folders: int =
         seen_stores.add(address)
         store = Store(best.spec.name, address, path, best.claim.reason)
         try:
-            listed = list(open_source(address, plugins).list_runs())
+            listed = list(open_registered(address, plugins).list_runs())
         except RundiffError as exc:
             store.error = exc.message
             listed = []
@@ -218,10 +218,10 @@ def _trajectory_folder(path: str, plugins: Plugins) -> list[str]:
 def _readable(address: str, plugins: Plugins) -> bool:
     """The address lists runs (a claim by its head alone is not enough to hand a folder over:
     an lm-eval results file without its samples is the trajectory adapter's to refuse)."""
-    from .resolve import open_source
+    from .opening import open_registered
 
     try:
-        return bool(open_source(address, plugins).list_runs())
+        return bool(open_registered(address, plugins).list_runs())
     except RundiffError:
         return False
 

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, hookimpl, walk_dirs
+from rundiff_core import (
+    SNIFF_ENTRIES,
+    AdapterSpec,
+    Claim,
+    ProjectClaim,
+    adapters_hook,
+    hookimpl,
+    walk_dirs,
+)
 
 MARKERS = ("metrics.jsonl", "events.jsonl", "final.json")
 NAME = "journal"
+
+
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("journal",), priority=50,
+    source="rundiff_adapters.journal.source:JournalSource",
+    summary="journal run directories (config.yaml, metrics.jsonl, events.jsonl, final.json)",
+))
 
 
 def is_run_dir(path: str) -> bool:
@@ -26,19 +41,6 @@ def find_run_dirs(path: str, depth: int = 2, max_entries: int | None = None) -> 
             found.append(folder.path)
             folder.dirs.clear()  # a run's insides are the reader's business
     return found
-
-
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("journal",),
-            source="rundiff_adapters.journal.source:JournalSource",
-            priority=50,
-            summary="journal run directories (config.yaml, metrics.jsonl, events.jsonl, final.json)",
-        )
-    )
 
 
 @hookimpl

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl
 
 NAME = "local"
 
@@ -17,24 +17,18 @@ DETECT_LIMIT = 20  # runs enough to claim a path; the walk stops there
 OWNS_EVENTS_PRIORITY = 35  # ahead of tensorboard (40): see rundiff_sniff_path
 
 
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("local",), priority=100,
+    source="rundiff_adapters.local.source:LocalSource",
+    summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, trackio, Spinning "
+    "Up, SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
+))
+
+
 def find_runs(root: str, depth: int = 3, limit: int | None = None) -> list:
     from .discover import discover
 
     return discover(root, depth, limit)
-
-
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("local",),
-            source="rundiff_adapters.local.source:LocalSource",
-            priority=100,
-            summary="run logs on disk: sniffed CSV/TSV/JSON-lines/text logs; HF Trainer, trackio, Spinning "
-            "Up, SB3, Keras CSVLogger, DVCLive, Sacred, lm-eval layouts; *results*.json",
-        )
-    )
 
 
 @hookimpl

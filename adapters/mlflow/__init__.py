@@ -15,6 +15,7 @@ from rundiff_core import (
     OptionSpec,
     ProjectClaim,
     RundiffError,
+    adapters_hook,
     hookimpl,
 )
 
@@ -23,22 +24,15 @@ from .layout import DEFAULT_DB, DEFAULT_DIR, find_store, is_file_store, is_mlflo
 NAME = "mlflow"
 
 
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("mlflow",),
-            source="rundiff_adapters.mlflow.source:MlflowSource",
-            priority=20,
-            requires=("mlflow",),
-            install_hint="pip install 'rundiff[mlflow]'",
-            summary="MLflow file stores (mlruns/), sqlite databases and tracking servers "
-            "(file and sqlite stores read without the mlflow package)",
-            options=(OptionSpec("--tracking-uri", "MLFLOW_TRACKING_URI", metavar="URI",
-                                help="MLflow tracking URI for mlflow: addresses without a store"),),
-        )
-    )
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("mlflow",), priority=20,
+    source="rundiff_adapters.mlflow.source:MlflowSource",
+    requires=("mlflow",), install_hint="pip install 'rundiff[mlflow]'",
+    summary="MLflow file stores (mlruns/), sqlite databases and tracking servers "
+    "(file and sqlite stores read without the mlflow package)",
+    options=(OptionSpec("--tracking-uri", "MLFLOW_TRACKING_URI", metavar="URI",
+                        help="MLflow tracking URI for mlflow: addresses without a store"),),
+))
 
 
 @hookimpl

@@ -9,7 +9,6 @@ the capped bulk one (`get-history-bulk`, 25,000 rows). Needs the `mlflow` packag
 from __future__ import annotations
 
 import base64
-import json
 import math
 import os
 import re
@@ -74,25 +73,21 @@ def probe_server(uri: str) -> None:
     behind it (see rundiff_core.netprobe); a no-op for other URIs."""
     from rundiff_core import server_probe
 
-    fail, probe, status_error = server_probe.fail, server_probe.probe, server_probe.status_error
-
-    answer = probe(uri, path=PROBE_PATH, headers=_auth_headers(), what="MLflow tracking server")
+    answer = server_probe.probe(uri, path=PROBE_PATH, headers=_auth_headers(),
+                                what="MLflow tracking server")
     if answer is None:
         return
     for key, value in CLIENT_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    err = status_error(uri, answer, what="MLflow tracking server", key_hint=CREDENTIALS_HINT)
+    err = server_probe.status_error(uri, answer, what="MLflow tracking server",
+                                    key_hint=CREDENTIALS_HINT)
     if err is not None:
         raise err
-    try:
-        body = json.loads(answer.body or b"{}")
-    except ValueError:
-        body = None
-    mlflow_error = isinstance(body, dict) and "error_code" in body  # MLflow answering, e.g. 400
-    if not isinstance(body, dict) or (answer.status != 200 and not mlflow_error):
-        raise fail(uri, f"not an MLflow tracking server ({answer.status} with "
-                        f"{'non-JSON' if body is None else 'unexpected JSON'} on {PROBE_PATH.split('?')[0]})",
-                   "give the tracking server's base URL, e.g. http://host:5000")
+    server_probe.tracker_json(  # a 200, or MLflow's own error object (e.g. a 400)
+        uri, answer, path=PROBE_PATH.split("?")[0],
+        is_tracker=lambda body: answer.status == 200 or "error_code" in body,
+        not_tracker="not an MLflow tracking server",
+        hint="give the tracking server's base URL, e.g. http://host:5000")
 
 
 def import_client() -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl
 
 from . import layout
 
@@ -16,6 +16,15 @@ NAME = "neptune"
 # A project's Neptune evidence (its .neptune/ folder, NEPTUNE_PROJECT) outranks MLflow's (20), which
 # may be just an mlruns/ folder: the documented project order is W&B, Neptune, MLflow, TensorBoard.
 PROJECT_PRIORITY = 15
+
+
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=(NAME,), priority=30,
+    source="rundiff_adapters.neptune.source:NeptuneSource",
+    install_hint="pip install 'rundiff[neptune]'",
+    summary="Neptune runs on disk: neptune-exporter Parquet, neptune 1.x .neptune "
+    "offline/async folders, neptune-scale run_operations.sqlite3",
+))
 
 
 def _describe(found: layout.Found) -> str:
@@ -27,21 +36,6 @@ def _describe(found: layout.Found) -> str:
     if found.scale:
         parts.append(f"{len(found.scale)} neptune-scale database(s)")
     return ", ".join(parts)
-
-
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=(NAME,),
-            source="rundiff_adapters.neptune.source:NeptuneSource",
-            priority=30,
-            install_hint="pip install 'rundiff[neptune]'",
-            summary="Neptune runs on disk: neptune-exporter Parquet, neptune 1.x .neptune "
-            "offline/async folders, neptune-scale run_operations.sqlite3",
-        )
-    )
 
 
 @hookimpl

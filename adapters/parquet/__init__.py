@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, hookimpl
+from rundiff_core import AdapterSpec, Claim, adapters_hook, hookimpl
 
 NAME = "parquet"
 MANIFEST = "_rundiff_fleet.json"  # rundiff_core.fleet.schema.MANIFEST (not imported: keep hooks light)
 
 
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("parquet",),
-            source="rundiff_adapters.parquet.source:ParquetSource",
-            priority=35,
-            summary="fleet datasets written by `rundiff export` (Hive-partitioned Parquet)",
-        )
-    )
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("parquet",), priority=35,
+    source="rundiff_adapters.parquet.source:ParquetSource",
+    summary="fleet datasets written by `rundiff export` (Hive-partitioned Parquet)",
+))
 
 
 @hookimpl

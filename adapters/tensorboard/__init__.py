@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, hookimpl, walk_dirs
+from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl, walk_dirs
 
 NAME = "tensorboard"
 SNIFF_DEPTH = 6  # runs/<exp>/<run>/events…, lightning_logs/version_0/events…
 SNIFF_MAX_ENTRIES = 5000
 PROJECT_DIRS = ("runs", "lightning_logs", "tb_logs", "logs", "tensorboard")
+
+
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("tb", "tensorboard"), priority=40,
+    source="rundiff_adapters.tensorboard.source:TensorBoardSource",
+    requires=("tensorboard", "crc32c", "google.protobuf"),
+    install_hint="pip install 'rundiff[tensorboard]'",
+    summary="TensorBoard log directories (events.out.tfevents.*), every scalar point",
+))
 
 
 def is_event_file(name: str) -> bool:
@@ -36,21 +45,6 @@ def find_run_dirs(root: str, depth: int | None = None, max_entries: int | None =
     """
     return [f.path for f in walk_dirs(root, max_depth=depth, max_entries=max_entries, hidden=True)
             if any(is_event_file(e.name) for e in f.files())]
-
-
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("tb", "tensorboard"),
-            source="rundiff_adapters.tensorboard.source:TensorBoardSource",
-            priority=40,
-            requires=("tensorboard", "crc32c", "google.protobuf"),
-            install_hint="pip install 'rundiff[tensorboard]'",
-            summary="TensorBoard log directories (events.out.tfevents.*), every scalar point",
-        )
-    )
 
 
 @hookimpl

@@ -9,13 +9,23 @@ source in `source.py`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
-from rundiff_core import AdapterSpec, Claim, hookimpl
+from rundiff_core import AdapterSpec, Claim, adapters_hook, hookimpl
 
 NAME = "trajectory"
 HEAD_BYTES = 8192
 EXTENSIONS = (".json", ".jsonl", ".ndjson", ".eval", ".traj")
+
+
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("traj",), priority=60,
+    source="rundiff_adapters.trajectory.source:TrajectorySource",
+    requires=(),
+    install_hint="pip install 'rundiff[inspect]' (only needed for Inspect logs of unknown versions)",
+    summary="agent trajectory exports (JSON/JSONL, Inspect, tau-bench, SWE-bench, mini-swe-agent, "
+    "SWE-agent, OpenHands, lm-eval)",
+))
+
 
 def sniff_kind(path: str) -> str | None:
     """The trajectory format of a file or run folder, or None (reads a few KiB, lists one folder level)."""
@@ -65,22 +75,6 @@ _REASONS = {
     "openhands": "OpenHands evaluation output.jsonl",
     "lmeval": "lm-evaluation-harness samples_*.jsonl / results_*.json",
 }
-
-
-@hookimpl
-def rundiff_register_adapters(register: Callable[[AdapterSpec], None]) -> None:
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("traj",),
-            source="rundiff_adapters.trajectory.source:TrajectorySource",
-            priority=60,
-            requires=(),
-            install_hint="pip install 'rundiff[inspect]' (only needed for Inspect logs of unknown versions)",
-            summary="agent trajectory exports (JSON/JSONL, Inspect, tau-bench, SWE-bench, mini-swe-agent, "
-            "SWE-agent, OpenHands, lm-eval)",
-        )
-    )
 
 
 @hookimpl

@@ -19,6 +19,7 @@ from typing import Any
 
 from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, endpoint_of
 
+from .jsonl import iter_jsonl
 from .shell import exit_bucket, openhands_messages, shell_endpoint
 from .sniffing import RESULTS as _RESULTS
 from .sniffing import SAMPLES as _SAMPLES
@@ -33,12 +34,6 @@ def _oh_endpoint(args: Any) -> str | None:
     return shell_endpoint(args) or endpoint_of(args)
 
 
-def _jsonl(path: str, run: TrajectoryRun):
-    from .formats import _iter_jsonl  # one JSONL reader: corrupt and torn lines are counted there
-
-    return _iter_jsonl(path, run)
-
-
 # -- OpenHands -----------------------------------------------------------------------------------------
 
 
@@ -47,7 +42,7 @@ def load_openhands(path: str, report: str | None = None) -> TrajectoryRun:
     run = TrajectoryRun(path=path, format="openhands", harness="openhands",
                         model=os.path.basename(os.path.dirname(os.path.abspath(path))))
     models: set[str] = set()
-    for position, (_, obj) in enumerate(_jsonl(path, run)):
+    for position, (_, obj) in enumerate(iter_jsonl(path, run)):
         if not isinstance(obj, Mapping) or not isinstance(obj.get("instance_id"), str | int):
             run.skip("line without instance_id")
             continue
@@ -209,7 +204,7 @@ def load_lmeval(path: str) -> TrajectoryRun:
         other = 0
         metric_used: str | None = None
         n = 0
-        for _, obj in _jsonl(sf, run):
+        for _, obj in iter_jsonl(sf, run):
             if not isinstance(obj, Mapping) or not isinstance(obj.get("doc_id"), str | int) or isinstance(
                     obj.get("doc_id"), bool):
                 run.skip("sample without doc_id")

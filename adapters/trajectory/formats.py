@@ -31,13 +31,12 @@ from rundiff_core import (
     pick_finish,
 )
 
+from .jsonl import FORMAT_HINT, iter_jsonl
 from .sniffing import folder_kind, head_kind
 
 HOLDOUT_SPLITS = frozenset({"holdout", "frozen", "test_holdout", "heldout", "held_out", "frozen_holdout"})
 SELECTOR_KEYS = ("trial", "epoch", "repeat")
 INSPECT_DIRECT_VERSIONS = (1, 2)
-FORMAT_HINT = ("trajectory exports are JSON (a list of records, or an object with `records`) or "
-               "JSONL, Inspect .eval/.json logs, or τ-bench result files")
 
 _SELECTOR = re.compile(r"^(?P<path>.+)#(?P<key>trial|epoch|repeat)=(?P<value>-?\d+)$")
 
@@ -205,33 +204,6 @@ def _summarise_skips(run: TrajectoryRun) -> None:
 # -- native export -----------------------------------------------------------------------------------
 
 
-def _iter_jsonl(path: str, run: TrajectoryRun) -> Iterator[tuple[int, Any]]:
-    """(line number, object) per good line; corrupt lines and a torn last line are counted."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    good = bad = 0
-    with fh:
-        for i, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                bad += 1
-                if not line.endswith(b"\n"):
-                    run.skip("truncated last JSONL line")
-                    run.note(f"line {i} is cut short (file still being written?)")
-                else:
-                    run.skip("corrupt JSONL line")
-                continue
-            good += 1
-            yield i, obj
-    if not good and bad:
-        raise InputError(f"{path} has no readable JSON line ({bad} corrupt)", hint=FORMAT_HINT)
-
-
 def _apply_meta(run: TrajectoryRun, meta: Mapping[str, Any]) -> dict[str, Any] | None:
     """Run metadata (model, harness, task set, tool access, tool schemas); returns the schemas."""
     merged: dict[str, Any] = {}
@@ -359,7 +331,7 @@ def load_native(path: str, selector: tuple[str, int] | None = None) -> Trajector
     if path.lower().endswith((".jsonl", ".ndjson")):
         def jsonl_records() -> Iterator[tuple[int, Any]]:
             nonlocal schemas
-            for line_no, obj in _iter_jsonl(path, run):
+            for line_no, obj in iter_jsonl(path, run):
                 if isinstance(obj, Mapping) and "name" not in obj and (
                         isinstance(obj.get("run"), Mapping) or obj.get("type") in ("run", "meta", "metadata")):
                     schemas = _apply_meta(run, obj if not isinstance(obj.get("run"), Mapping) else obj["run"])

@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 import re
 
-from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Address, Claim, ProjectClaim, hookimpl
+from rundiff_core import (
+    SNIFF_ENTRIES,
+    AdapterSpec,
+    Address,
+    Claim,
+    ProjectClaim,
+    adapters_hook,
+    hookimpl,
+)
 
 from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
 
@@ -18,19 +26,13 @@ _URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#]+)/(?P<projec
                   r"(?:/runs/(?P<run>[^/?#]+))?/?(?:[?#].*)?$")
 
 
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=("wandb",),
-            source="rundiff_adapters.wandb.source:WandbSource",
-            priority=10,
-            install_hint="pip install 'rundiff[wandb]'",
-            summary="W&B: .wandb logs, run folders and wandb/ folders (no extra needed); "
-            "ENTITY/PROJECT[/RUN_ID] online with rundiff[wandb]",
-        )
-    )
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=("wandb",), priority=10,
+    source="rundiff_adapters.wandb.source:WandbSource",
+    install_hint="pip install 'rundiff[wandb]'",
+    summary="W&B: .wandb logs, run folders and wandb/ folders (no extra needed); "
+    "ENTITY/PROJECT[/RUN_ID] online with rundiff[wandb]",
+))
 
 
 @hookimpl

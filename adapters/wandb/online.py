@@ -43,8 +43,8 @@ from rundiff_core import (
     seed_from_config,
 )
 
+from .address import ONLINE
 from .datastore import is_bookkeeping
-from .source import ONLINE, WandbSource
 
 INSTALL_HINT = "pip install 'rundiff[wandb]'"
 FILTER_KEYS = ("state", "group", "job_type", "tag", "name", "filter", "order", "limit")
@@ -172,26 +172,21 @@ def probe_server(base_url: str, key: str | None) -> None:
 
     from rundiff_core import server_probe
 
-    fail, probe, status_error = server_probe.fail, server_probe.probe, server_probe.status_error
-
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
-    answer = probe(base_url, path="/graphql", method="POST", body=VIEWER_QUERY, headers=headers,
-                   what="W&B server")
+    answer = server_probe.probe(base_url, path="/graphql", method="POST", body=VIEWER_QUERY,
+                                headers=headers, what="W&B server")
     if answer is None:
         return
-    err = status_error(base_url, answer, what="W&B server", key_hint=KEY_HINT)
+    err = server_probe.status_error(base_url, answer, what="W&B server", key_hint=KEY_HINT)
     if err is not None:
         raise err
-    try:
-        body = json.loads(answer.body or b"{}")
-    except ValueError:
-        body = None
-    if not isinstance(body, dict) or not ({"data", "errors"} & set(body)):
-        raise fail(base_url, f"not a W&B server ({answer.status} with "
-                             f"{'non-JSON' if body is None else 'unexpected JSON'} on /graphql)",
-                   "WANDB_BASE_URL must be the server's base URL, e.g. https://api.wandb.ai")
+    server_probe.tracker_json(  # GraphQL answers `data` or `errors`, whatever the status
+        base_url, answer, path="/graphql",
+        is_tracker=lambda body: bool({"data", "errors"} & set(body)),
+        not_tracker="not a W&B server",
+        hint="WANDB_BASE_URL must be the server's base URL, e.g. https://api.wandb.ai")
 
 
 def cache_dir() -> str:
@@ -204,11 +199,11 @@ def cache_dir() -> str:
     return os.path.join(platformdirs.user_cache_dir("rundiff"), "wandb")
 
 
-class OnlineWandbSource(WandbSource):
+class OnlineWandbSource(BaseSource):
     """One run or a project's runs on a W&B server (WANDB_BASE_URL, WANDB_API_KEY)."""
 
     def __init__(self, address: Address) -> None:
-        BaseSource.__init__(self, address)
+        super().__init__(address)
         m = ONLINE.match(address.locator)
         if not m:
             raise InputError(f"not a W&B run address: {address.locator}",

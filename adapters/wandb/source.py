@@ -8,7 +8,6 @@ picks the right class, so the registry names one source for the scheme.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,32 +25,20 @@ from rundiff_core import (
     seed_from_config,
 )
 
-from .datastore import LogData, LogFormatError, read_log
-from .layout import RUN_DIR, LocalRun, discover
+from .address import is_online
+from .datastore import LogData, LogFormatError, fold_summary_at, read_log
+from .layout import LocalRun, discover
 from .reader import SegmentData, assemble, summary_of
-
-ONLINE = re.compile(r"^(?P<entity>[\w.-]+)/(?P<project>[^/?#\s]+)(?:/(?:runs/)?(?P<run>[\w.-]+))?/?"
-                    r"(?:[?#](?P<query>.*))?$")
-
-
-def is_online(locator: str) -> bool:
-    """`ENTITY/PROJECT[/RUN_ID][?filters]` that is not an existing path nor looks like one."""
-    if os.path.exists(os.path.expanduser(locator)) or locator.startswith((".", "/", "~", "\\")):
-        return False
-    path = locator.split("?", 1)[0].split("#", 1)[0]
-    if path.endswith(".wandb") or any(RUN_DIR.match(part) for part in path.split("/")):
-        return False
-    return bool(ONLINE.match(locator))
 
 
 class WandbSource(BaseSource):
     """Local W&B runs. `WandbSource(address)` returns an OnlineWandbSource for online addresses."""
 
-    def __new__(cls, address: Address) -> WandbSource:
+    def __new__(cls, address: Address) -> BaseSource:
         if cls is WandbSource and is_online(address.locator):
             from .online import OnlineWandbSource
 
-            return super().__new__(OnlineWandbSource)
+            return OnlineWandbSource(address)  # not a WandbSource, so Python skips __init__ below
         return super().__new__(cls)
 
     def __init__(self, address: Address) -> None:
@@ -112,7 +99,9 @@ class WandbSource(BaseSource):
         except OSError as exc:
             raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
         verified = log.verified  # the closure keeps the stamp, not the decoded log
-        seg = assemble(log, folder, summary_loader=lambda: _fold_summary(log_path, verified))
+        payloads = log.summary_payloads  # the closure keeps their offsets, not the decoded log
+        seg = assemble(log, folder,
+                       summary_loader=lambda: _fold_summary(log_path, verified, payloads))
         self._logs[log_path] = (stamp, seg)
         return seg
 
@@ -232,7 +221,14 @@ class WandbSource(BaseSource):
                               cols.wall_time[rows])
 
 
-def _fold_summary(log_path: str, verified: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
+def _fold_summary(log_path: str, verified: tuple[int, int, int, int] | None = None,
+                  payloads: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """The summary, folded when first read: from the summary payloads the first read located, if
+    the file is still the one it checked; else by reading the log again."""
+    if payloads is not None and verified is not None:
+        updates = fold_summary_at(log_path, payloads, verified)
+        if updates is not None:
+            return summary_of(updates)
     log = read_log(log_path, history=False, verified=verified)
     return summary_of(log.summary_updates or {})
 

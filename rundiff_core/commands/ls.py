@@ -55,7 +55,9 @@ def _agent_lines(row: dict[str, Any]) -> list[str]:
     exits = ("; exit statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items())) if statuses else ""
     out.append(f"  {row.get('tasks', 0)} tasks, {rate}{exits}")
     if row.get("pass_k"):
-        out.append(_pass_k_line(row["pass_k"]))
+        from ..trajectories.render import pass_k_text
+
+        out.append(f"  {pass_k_text(row['pass_k'], listing=True)}")
     for t in row.get("trajectories") or ():
         outcome = {True: "resolved", False: "unresolved", None: "no outcome"}[t["passed"]]
         cost = "" if t.get("cost") is None else f", cost {t['cost']:.4g}"
@@ -64,13 +66,6 @@ def _agent_lines(row: dict[str, Any]) -> list[str]:
         calls = f", {t['calls']} calls" if t["calls"] else ""
         out.append(f"    {t['task']}: {exit_text}{outcome}{steps}{calls}{cost}")
     return out
-
-
-def _pass_k_line(pk: dict[str, Any]) -> str:
-    hat = ", ".join(f"pass^{k} {v:.3f}" for k, v in pk["pass_hat_k"].items())
-    at = ", ".join(f"pass@{k} {v:.3f}" for k, v in pk["pass_at_k"].items())
-    left = f"; {pk['tasks_excluded']} task(s) with fewer trials left out" if pk["tasks_excluded"] else ""
-    return f"  {pk['tasks']} tasks × {pk['trials']} trials: {hat}; {at}{left}"
 
 
 def add_parser(sub: CommandHost) -> None:

@@ -43,7 +43,7 @@ def add_parser(sub: CommandHost) -> None:
 def check_once(args: argparse.Namespace, stale: float) -> WatchResult:
     """One poll. Runs are reused within it, never across polls, and a Dask cluster it started
     for `--engine dask` is closed when it ends (a long `watch` holds none between polls)."""
-    from ..resolve import reuse_loads
+    from ..opening import reuse_loads
 
     with reuse_loads(), contextlib.ExitStack() as poll:
         return _check(args, stale, poll)

@@ -409,7 +409,7 @@ def goal_rules(goal: str | Sequence[str] | Mapping[str, str] | GoalRules | None 
     """GoalRules from what a command or the API was given plus the nearest rundiff.toml."""
     if isinstance(goal, GoalRules):
         return goal
-    from .roles import find_project_file
+    from .project import find_project_file
 
     per, default = parse_goals(goal)
     path = project_file or (find_project_file() if search else None)

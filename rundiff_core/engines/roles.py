@@ -27,9 +27,9 @@ from typing import Any
 
 from ..errors import InputError
 from .directions import vocabulary
+from .project import PROJECT_FILE, find_project_file
 
 GROUPS = ("proxy", "downstream", "diagnostic")
-PROJECT_FILE = "rundiff.toml"
 
 
 @dataclass(frozen=True)
@@ -126,19 +126,6 @@ def classify(metric: str, rules: GroupRules | None = None, runs: Iterable[Any] =
     """The group of one metric name under `rules` (default: heuristic only) and what `runs`
     declare."""
     return (rules or GroupRules()).classify(metric, runs=runs)
-
-
-def find_project_file(start: str | None = None) -> str | None:
-    """The nearest `rundiff.toml` from `start` (default cwd) upwards, stopping at a repo root."""
-    here = os.path.abspath(start or os.getcwd())
-    while True:
-        candidate = os.path.join(here, PROJECT_FILE)
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(here)
-        if os.path.isdir(os.path.join(here, ".git")) or parent == here:
-            return None
-        here = parent
 
 
 def load_project_groups(path: str) -> dict[str, list[str]]:

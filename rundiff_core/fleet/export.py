@@ -19,8 +19,7 @@ from typing import Any
 from ..address import parse_address
 from ..errors import InputError, RundiffError, UsageError
 from ..plugins import get_plugins
-from . import layout, writer
-from . import pack as packing
+from . import layout, pack_writer, writer
 from .engines import DaskEngine, LocalEngine, make_engine
 from .schema import RUNS_SCHEMA, base_row, errors_table, runs_table
 from .worker import LOCAL_SOURCES, Prior, RunResult, RunTask, close_sources, register_local_source
@@ -346,7 +345,7 @@ def _finish(root: str, rows: dict[str, dict[str, Any]], summary: ExportSummary,
     writer.atomic_write_table(runs_table(rows.values()), layout.runs_file(root), root)
     writer.atomic_write_table(errors_table(summary.failures), layout.errors_file(root), root)
     if pack is not None:
-        summary.pack_bytes, summary.pack_problem = packing.update_pack(root, rows, enabled=pack)
+        summary.pack_bytes, summary.pack_problem = pack_writer.update_pack(root, rows, enabled=pack)
     summary.runs_in_dataset = len(rows)
     summary.points_in_dataset = sum(int(r.get("n_points") or 0) for r in rows.values())
     summary.seconds = time.perf_counter() - started

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .writer import staged
+from .writer import write_staged
 
 if TYPE_CHECKING:
     from .pack import Segment
@@ -51,22 +51,14 @@ def spike_rule_id() -> str:
 
 
 # -- writing ----------------------------------------------------------------------------------------
-def write_facts(segment: Segment, dest: str, root: str) -> int:
-    """Compute the facts of every run in `segment` (of the dataset at `root`) and write them to
-    `dest` (staged in the dataset's `_tmp/`, renamed into place); returns bytes written."""
-    from ..engines.runset import spike_rule
-    from .pushdown import FleetFacts
-
+def store_facts(segment: Segment, dest: str, root: str, keys: Mapping[str, Mapping[str, Any]],
+                tails: Mapping[tuple[str, str], Any], spikes: Mapping[tuple[str, str], list[Any]]
+                ) -> int:
+    """Write the facts of every run in `segment` (of the dataset at `root`) to `dest` (staged in
+    the dataset's `_tmp/`, renamed into place); returns bytes written. `keys`, `tails` and
+    `spikes` are the pushdown queries' answers (fleet/pack_writer.py asks them)."""
     uids = list(segment.index)
-    ff = FleetFacts(root, {}, uids, segment=segment, use_stored=False)
-    try:
-        keys = ff._query_keys()
-        tails = ff.query_tails(TAIL)
-        spikes: dict[tuple[str, str], str] = {}
-        for uid, key, steps, values in ff.loss_series():
-            spikes[(uid, key)] = json.dumps([_spike_row(s) for s in spike_rule(steps, values)])
-    finally:
-        ff.close()
+    spike_rows = {pair: json.dumps([_spike_row(s) for s in found]) for pair, found in spikes.items()}
     cols: dict[str, list[Any]] = {c: [] for c in
                                   ("run_uid", "content_hash", "key", *_FACT_COLUMNS,
                                    "n_finite", "last_finite", "tail_step", "tail_value",
@@ -85,7 +77,7 @@ def write_facts(segment: Segment, dest: str, root: str) -> int:
             cols["tail_step"].append(t_steps)
             cols["tail_value"].append(t_values)
             cols["last_logged"].append(logged)
-            cols["spikes"].append(spikes.get((uid, key)))
+            cols["spikes"].append(spike_rows.get((uid, key)))
     ints = {"n", "n_bad", "n_wall", "n_finite"}
     arrays = []
     for name, values in cols.items():
@@ -98,12 +90,12 @@ def write_facts(segment: Segment, dest: str, root: str) -> int:
     table = pa.Table.from_arrays(arrays, names=list(cols)).replace_schema_metadata({_META: json.dumps({
         "version": FACTS_VERSION, "segment": os.path.basename(segment.path),
         "spike_rule": spike_rule_id(), "tail": TAIL}).encode()})
-    with staged(root, SUFFIX) as tmp:
+
+    def write(tmp: str) -> None:
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
             out.write_table(table)
-        size = os.path.getsize(tmp)
-        os.replace(tmp, dest)
-    return size
+
+    return write_staged(root, dest, write, suffix=SUFFIX)
 
 
 def _spike_row(s: Any) -> list[float | int]:

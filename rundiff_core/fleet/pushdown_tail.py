@@ -1,9 +1,10 @@
 """Fleet queries for `compare` and `watch`, pushed down to DuckDB beside `fleet/pushdown.py`'s.
 
-`compare` reads every baseline at the student's last K steps; a baseline's rows near those steps
-(`Near`) slice exactly as its whole series does there, so only those rows are read — one scan for
-every run of the dataset. Where the rows in the window cannot prove the answer (a gap wider than
-the window, ±inf steps), the run's series is loaded through the adapter as usual.
+`compare` reads every baseline at the student's last K steps: `push_arms` turns a fleet's runs
+into PushedRuns, whose rows near those steps (fleet/pushdown.py `Near`) slice exactly as the whole
+series does there, so only those rows are read — one scan for every run of the dataset. Where the
+rows in the window cannot prove the answer (a gap wider than the window, ±inf steps), the run's
+series is loaded through the adapter as usual.
 
 `watch` asks of each run what is new since its previous check: per key the points past the step
 it saw last, their last value, their NaN/inf count and first bad step, plus the newest wall time
@@ -30,144 +31,7 @@ if TYPE_CHECKING:
     from ..engines.watch import KeyNews, WatchFacts
     from ..model import Run
 
-# -- compare: rows near the student's steps ------------------------------------------------------
-
-
-class Near:
-    """Each (run, key)'s rows near a few target steps, for every run of one `FleetFacts`.
-
-    `want` collects targets; the first `part` asks DuckDB for all of them in one scan. A part is
-    the run's sorted, de-duplicated (last logged value wins) finite steps inside the key's window
-    [min target − w, max target + w] (w: the widest mean step spacing of any run of the key),
-    plus the run's last step when it ended before the window and its first when it starts after
-    it — exactly the neighbours `slice_sorted` / `values_at` use at each target."""
-
-    def __init__(self, facts: FleetFacts) -> None:
-        self.facts = facts
-        self.pending: dict[str, set[float]] = {}
-        self.asked: dict[str, frozenset[float]] = {}
-        self.bounds: dict[str, tuple[float, float]] = {}
-        self.rows: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-        self.queries = 0
-
-    def want(self, key: str, targets: Iterable[float]) -> None:
-        ts = {float(t) for t in targets if math.isfinite(t)}
-        if not ts <= self.asked.get(key, frozenset()):
-            self.pending.setdefault(key, set()).update(ts)
-
-    def part(self, uid: str, key: str, targets: Sequence[float]
-             ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The part of `uid`'s `key` that slices like the whole series at every target, or None
-        when the facts cannot prove one (load the series)."""
-        ts = [float(t) for t in targets]
-        if not ts or not all(math.isfinite(t) for t in ts):
-            return None
-        self.want(key, ts)
-        if self.pending:
-            self._query()
-        f = self.facts.key_facts(uid).get(key)
-        if f is None or not (math.isfinite(f[1]) and math.isfinite(f[7])):
-            return None
-        first, last = f[7], f[1]
-        a, b = self.bounds[key]
-        x, y = self.rows.get((uid, key), (np.array([]), np.array([])))
-        for t in ts:
-            i = int(np.searchsorted(x, t))  # x[i-1] < t <= x[i]
-            lo = x[i - 1] if i > 0 else None
-            hi = x[i] if i < len(x) else None
-            if not (lo is not None and (lo >= a or lo == last) or lo is None and first >= t):
-                return None
-            if not (hi is not None and (hi <= b or hi == first) or hi is None and last < t):
-                return None
-        return x, y
-
-    def _query(self) -> None:
-        import pyarrow as pa
-
-        for key, ts in self.pending.items():
-            self.asked[key] = frozenset(ts | self.asked.get(key, frozenset()))
-        keys = list(self.pending)
-        self.pending = {}
-        widths = dict.fromkeys(keys, 0.0)
-        pairs: list[tuple[str, str, float, float]] = []
-        for uid in dict.fromkeys(self.facts.uids):
-            for k, f in self.facts.key_facts(uid).items():
-                if k not in widths:
-                    continue
-                n, last, first = f[0], f[1], f[7]
-                if math.isfinite(last) and math.isfinite(first):
-                    pairs.append((uid, k, first, last))
-                    if n > 1:
-                        widths[k] = max(widths[k], (last - first) / (n - 1))
-        for k in keys:
-            ts = self.asked[k]
-            self.bounds[k] = (min(ts) - widths[k], max(ts) + widths[k])
-        for uid, k, _first, _last in pairs:
-            self.rows.pop((uid, k), None)
-        con = self.facts._connect()
-        con.register("_near_win", pa.table({
-            "key": pa.array(keys, pa.string()),
-            "a": pa.array([self.bounds[k][0] for k in keys], pa.float64()),
-            "b": pa.array([self.bounds[k][1] for k in keys], pa.float64())}))
-        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        lo = min(self.bounds[k][0] for k in keys)
-        hi = max(self.bounds[k][1] for k in keys)
-        for uid, k, step, value in con.execute("""
-                SELECT p.run_uid, p.key, p.step, arg_max(coalesce(p.value, 'NaN'::DOUBLE), p.pos)
-                FROM pts p JOIN _near_win w ON p.key = w.key
-                WHERE p.step >= $lo AND p.step <= $hi AND p.step >= w.a AND p.step <= w.b
-                GROUP BY p.run_uid, p.key, p.step""", {"lo": lo, "hi": hi}).fetchall():
-            got.setdefault((uid, k), []).append((step, value))
-        con.unregister("_near_win")
-        # a run that ended before the window (or starts after it): its last (first) point
-        ends = [(uid, k, s) for uid, k, first, last in pairs
-                for s in ((last,) if last < self.bounds[k][0] else ())
-                + ((first,) if first > self.bounds[k][1] else ())]
-        if ends:
-            con.register("_near_ends", pa.table({
-                "run_uid": pa.array([e[0] for e in ends], pa.string()),
-                "key": pa.array([e[1] for e in ends], pa.string()),
-                "s": pa.array([e[2] for e in ends], pa.float64())}))
-            for uid, k, step, value in con.execute("""
-                    SELECT p.run_uid, p.key, p.step, arg_max(coalesce(p.value, 'NaN'::DOUBLE), p.pos)
-                    FROM pts p JOIN _near_ends e
-                        ON p.run_uid = e.run_uid AND p.key = e.key AND p.step = e.s
-                    WHERE p.step >= $lo AND p.step <= $hi
-                    GROUP BY p.run_uid, p.key, p.step""",
-                    {"lo": min(e[2] for e in ends), "hi": max(e[2] for e in ends)}).fetchall():
-                got.setdefault((uid, k), []).append((step, value))
-            con.unregister("_near_ends")
-        for pair, points in got.items():
-            points.sort()
-            self.rows[pair] = (np.array([p[0] for p in points], dtype=np.float64),
-                               np.array([p[1] for p in points], dtype=np.float64))
-        self.queries += 1
-
-
-def near_of(facts: FleetFacts) -> Near:
-    """The one `Near` of a FleetFacts (shared by all its runs, so one scan answers them all)."""
-    got = facts.__dict__.get("_near")
-    if got is None:
-        got = facts.__dict__["_near"] = Near(facts)
-    return got
-
-
-def finite_steps(facts: FleetFacts, uid: str, key: str) -> tuple[bool, float] | None:
-    """(the key has a finite step, its last finite step) when the per-key facts prove them:
-    None when the run logged a ±inf step (its last finite step is then not known)."""
-    f = facts.key_facts(uid).get(key)
-    if f is None or math.isnan(f[1]) or f[1] == -math.inf:  # no step, or only NaN/−inf ones
-        return False, math.nan
-    if f[1] == math.inf:
-        return None
-    return True, f[1]
-
-
-def complete(facts: FleetFacts, uid: str) -> bool:
-    """True when the rows the facts read are as many as the runs table says (an interrupted
-    export leaves fewer: the adapter then notes it when it loads the run, so load it)."""
-    n = sum(f[0] for f in facts.key_facts(uid).values())
-    return n == (facts.rows[uid].get("n_points") or 0)
+# -- compare: a fleet's runs as PushedRuns ------------------------------------------------------
 
 
 def push_arms(arms: Sequence[Arm]) -> int:

@@ -15,7 +15,7 @@ import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,15 +74,28 @@ def staged(root: str, suffix: str = ".parquet") -> Iterator[str]:
         raise
 
 
+def into_place(tmp: str, final_path: str) -> int:
+    """Rename a staged file to `final_path` (its folder made if missing); returns its bytes."""
+    size = os.path.getsize(tmp)
+    os.makedirs(os.path.dirname(final_path), exist_ok=True)
+    os.replace(tmp, final_path)
+    return size
+
+
+def write_staged(root: str, final_path: str, write: Callable[[str], object], *,
+                 suffix: str = ".parquet") -> int:
+    """Write `final_path` whole or not at all: `write(tmp)` fills a fresh file in the dataset's
+    `_tmp/` (`staged`), which then moves into place; returns bytes. A failure removes the file."""
+    with staged(root, suffix) as tmp:
+        write(tmp)
+        return into_place(tmp, final_path)
+
+
 def atomic_write_table(table: pa.Table, final_path: str, root: str,
                        options: dict[str, Any] | None = None) -> int:
     """Write `table` to `final_path` through a temp file in the dataset's `_tmp/`; returns bytes."""
-    with staged(root) as tmp:
-        pq.write_table(table, tmp, **(options or WRITE_OPTIONS))
-        size = os.path.getsize(tmp)
-        os.makedirs(os.path.dirname(final_path), exist_ok=True)
-        os.replace(tmp, final_path)
-    return size
+    return write_staged(root, final_path,
+                        lambda tmp: pq.write_table(table, tmp, **(options or WRITE_OPTIONS)))
 
 
 def write_points(root: str, source: str, run_uid: str, table: pa.Table | None) -> int:
@@ -132,11 +145,12 @@ def write_manifest(root: str, last_export: dict[str, Any] | None) -> None:
             },
         }
     )
-    tmp = os.path.join(layout.tmp_dir(root), f"{uuid.uuid4().hex}.json")
-    os.makedirs(os.path.dirname(tmp), exist_ok=True)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+
+    write_staged(root, path, write, suffix=".json")
 
 
 def prepare(root: str) -> None:

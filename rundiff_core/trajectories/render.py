@@ -335,12 +335,18 @@ def render_pair(p: PairDiff, samples: int) -> list[str]:
     return out
 
 
-def pass_k_text(pk: dict[str, Any]) -> str:
-    """`pass^1 0.420 · pass^2 … | pass@4 0.700 over 50 tasks × 4 trials`."""
-    hat = " · ".join(f"pass^{k} {fmt(v, 3)}" for k, v in pk["pass_hat_k"].items())
-    at = " · ".join(f"pass@{k} {fmt(v, 3)}" for k, v in pk["pass_at_k"].items())
-    extra = f" ({pk['tasks_excluded']} task(s) with fewer trials left out)" if pk["tasks_excluded"] else ""
-    return f"{hat} | {at} — over {pk['tasks']} tasks × {pk['trials']} trials{extra}"
+def pass_k_text(pk: dict[str, Any], *, listing: bool = False) -> str:
+    """A run's pass^k and pass@k (`paired.pass_hat_k`) in words, the one text of both outputs:
+    the report's `pass^1 0.420 · pass^2 … | pass@4 0.700 — over 50 tasks × 4 trials`, or with
+    `listing` the line `rundiff ls` prints, `50 tasks × 4 trials: pass^1 0.420, …; pass@4 0.700`."""
+    sep, number = (", ", "{:.3f}".format) if listing else (" · ", lambda v: fmt(v, 3))
+    hat = sep.join(f"pass^{k} {number(v)}" for k, v in pk["pass_hat_k"].items())
+    at = sep.join(f"pass@{k} {number(v)}" for k, v in pk["pass_at_k"].items())
+    over = f"{pk['tasks']} tasks × {pk['trials']} trials"
+    left = f"{pk['tasks_excluded']} task(s) with fewer trials left out" if pk["tasks_excluded"] else ""
+    if listing:
+        return f"{over}: {hat}; {at}" + (f"; {left}" if left else "")
+    return f"{hat} | {at} — over {over}" + (f" ({left})" if left else "")
 
 
 def render_significance(sig: dict[str, Any]) -> list[str]:

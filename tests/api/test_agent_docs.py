@@ -33,7 +33,7 @@ def test_registration_snippets_start_the_real_command() -> None:
         entry = snippet["mcpServers"]["rundiff"]
         assert entry["command"] == "rundiff"
         args = build_parser().parse_args(entry["args"])
-        assert args.command == "mcp" and args.root and args.func.__module__ == "rundiff_core.commands.mcp"
+        assert args.command == "mcp" and args.root and args.func.__module__ == "rundiff.agents.command"
 
 
 def test_agents_md_documents_every_tool_and_option() -> None:

@@ -75,6 +75,47 @@ def test_public_surface_contract_fails_on_a_planted_violation(tmp_path):
     assert f"{len(_config()['contracts']) - 1} kept, 1 broken" in out
 
 
+def test_cycle_contract_fails_on_a_planted_loop(tmp_path):
+    """Two stand-in adapter modules that import each other (one inside a function, which counts
+    too): the no-import-cycles contract must name the loop."""
+    pkg = tmp_path / "plant" / "rundiff_adapters"
+    (pkg / "loop").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "loop" / "__init__.py").write_text("")
+    (pkg / "loop" / "a.py").write_text("from rundiff_core import Run\nfrom . import b\n")
+    (pkg / "loop" / "b.py").write_text("def later():\n    from . import a\n    return a\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text((ROOT / "pyproject.toml").read_text())
+    result = _lint_imports(config, [str(tmp_path / "plant")])
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "No cycles are allowed in rundiff_adapters.loop" in out
+    assert f"{len(_config()['contracts']) - 1} kept, 1 broken" in out
+
+
+def test_upward_import_contract_fails_on_a_planted_import(tmp_path):
+    """A copy of rundiff_core with one module importing the rundiff package (inside a function,
+    which counts too): the no-upward-import contract must name it, and only it must break."""
+    import shutil
+
+    core = tmp_path / "plant" / "rundiff_core"
+    shutil.copytree(ROOT / "rundiff_core", core, ignore=shutil.ignore_patterns("__pycache__"))
+    (core / "planted.py").write_text("def later():\n    from rundiff.agents import server\n"
+                                     "    return server\n")
+    assert "rundiff_core.planted -> rundiff.agents" in _one_contract_broken(tmp_path)
+
+
+def _one_contract_broken(tmp_path: Path) -> str:
+    """lint-imports over the packages planted in tmp_path/plant: its output, once it is sure that
+    exactly one contract broke."""
+    config = tmp_path / "pyproject.toml"
+    config.write_text((ROOT / "pyproject.toml").read_text())
+    result = _lint_imports(config, [str(tmp_path / "plant")])
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and f"{len(_config()['contracts']) - 1} kept, 1 broken" in out, out
+    return out
+
+
 def test_every_contrib_package_is_under_the_contract():
     config = _config()
     contract = next(c for c in config["contracts"] if c["id"] == "public-surface")

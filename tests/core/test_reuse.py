@@ -12,7 +12,8 @@ from rundiff_adapters.journal.source import JournalSource
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
-from rundiff_core.resolve import load_run, open_source, reuse_loads
+from rundiff_core.opening import reuse_loads
+from rundiff_core.resolve import load_run, open_source
 
 
 @pytest.fixture

@@ -23,12 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from rundiff_core.builtins import COMMANDS
+from rundiff.agents import COMMANDS as AGENT_COMMANDS
+from rundiff_core.builtins import COMMANDS as CORE_COMMANDS
 from rundiff_core.demo import write_journal_run
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("pandas", "numpy", "pyarrow", "polars", "duckdb", "dask")
 SCAN = ("importlib.metadata", "email")  # the entry-point scan and what it imports
+# rundiff's own lazily built commands: the core's, and `mcp` from the rundiff package's plugin
+COMMANDS = CORE_COMMANDS + AGENT_COMMANDS
+COMMAND_MODULES = {module for _name, module, _help in COMMANDS}
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -128,11 +132,14 @@ def test_help_builds_no_subcommand_and_ls_help_builds_ls_alone():
     got = _probe("--help")
     commands = {m for m in got["modules"] if m.startswith("rundiff_core.commands.")}
     assert commands == set(), commands
+    assert got["modules"] & COMMAND_MODULES == set()
+    assert {m for m in got["modules"] if m.split(".")[0] in ("mcp", "mcp_types")} == set()
     for name, _module, help in COMMANDS:
         assert name in got["out"] and help.split()[0] in got["out"]
     got = _probe("ls", "--help")
     commands = {m for m in got["modules"] if m.startswith("rundiff_core.commands.")}
     assert commands == {"rundiff_core.commands.ls"}, commands
+    assert got["modules"] & COMMAND_MODULES == {"rundiff_core.commands.ls"}
 
 
 def test_the_probe_sees_imports_when_a_command_loads_histories(journal_run):
@@ -175,9 +182,9 @@ def test_a_lazily_built_command_is_the_eagerly_built_one():
     from rundiff_core.cli import build_parser, main
 
     eager = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for name, _module, _help in COMMANDS:
+    for name, module, _help in COMMANDS:
         out = io.StringIO()
         with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
             main([name, "--help"])
         assert out.getvalue() == eager[name].format_help(), name
-        assert eager[name].get_default("func").__module__ == f"rundiff_core.commands.{name}"
+        assert eager[name].get_default("func").__module__ == module

@@ -16,7 +16,7 @@ from test_pushdown import both, drop_facts, rank_json, write_tricky
 
 from rundiff_core.engines import stats
 from rundiff_core.engines.runset import spike_rule
-from rundiff_core.fleet import export_fleet, pushdown
+from rundiff_core.fleet import export_fleet, pack_writer, pushdown
 from rundiff_core.fleet import facts as stored_facts
 from rundiff_core.fleet import pack as packing
 from rundiff_core.fleet.pushdown import FleetFacts, load_pushed
@@ -129,7 +129,7 @@ def test_unreadable_or_foreign_facts_are_ignored(fleet, capsys, monkeypatch):
     other = packing.pack_dir(str(dataset)) + "/seg-other.parquet"
     shutil.copy(os.path.join(packing.pack_dir(str(dataset)), name.replace(
         stored_facts.SUFFIX, ".parquet")), other)
-    stored_facts.write_facts(packing.Segment(other), path, str(dataset))
+    pack_writer.write_facts(packing.Segment(other), path, str(dataset))
     os.remove(other)
     assert stored_facts.open_facts(packing.open_pack(str(dataset)).segments[0]) is None
     assert rank_json(capsys, f"parquet:{dataset}", "--metric", "loss") == memory

@@ -13,7 +13,7 @@ from fleetgen import write_fleet
 
 from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
-from rundiff_core.fleet import export_fleet, read_runs
+from rundiff_core.fleet import export_fleet, pack_writer, read_runs
 from rundiff_core.fleet import pack as packing
 from rundiff_core.resolve import load_run, load_runs
 from rundiff_core.testing import assert_history_equal, hash_tree
@@ -143,7 +143,7 @@ def test_re_export_writes_only_what_changed_and_compacts_when_segments_pile_up(f
     uids = {r["run_uid"] for r in read_runs(str(dataset)).to_pylist()}
     assert packing.open_pack(str(dataset)).uids() == uids
 
-    monkeypatch.setattr(packing, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(pack_writer, "MAX_SEGMENTS", 3)
     add_run(1)
     export_fleet([str(src)], str(dataset), workers=0, progress=False)
     assert len(_segments(dataset)) == 3
@@ -215,7 +215,7 @@ def test_a_pack_that_cannot_be_written_is_reported_and_the_export_completes(tmp_
     write_fleet(src, arms=1, seeds=2, steps=20)
     dataset = tmp_path / "fleet"
     export_fleet([str(src)], str(dataset), workers=0, progress=False)
-    packing.remove_pack(str(dataset))
+    pack_writer.remove_pack(str(dataset))
     (dataset / packing.PACK_DIR).write_text("a file where the pack's folder should be")
     with open(src / "arm-0" / "seed-0" / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps({"step": 999, "loss": 0.5}) + "\n")

@@ -140,7 +140,7 @@ def test_seed_siblings_come_from_the_export(fleet):
 
 
 def _drop_pack(dataset) -> None:
-    from rundiff_core.fleet.pack import remove_pack
+    from rundiff_core.fleet.pack_writer import remove_pack
 
     remove_pack(str(dataset))
 

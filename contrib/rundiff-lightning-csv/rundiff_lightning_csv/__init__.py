@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, hookimpl
+from rundiff_core import SNIFF_ENTRIES, AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl
 
 from .layout import METRICS, csv_header, find_version_dirs, is_metrics_csv, with_metrics
 
@@ -22,17 +22,11 @@ PRIORITY = 70  # contrib packages rank after every built-in container format
 SNIFF_HEADERS = 4  # metrics.csv headers read at most while sniffing a folder
 
 
-@hookimpl
-def rundiff_register_adapters(register):
-    register(
-        AdapterSpec(
-            name=NAME,
-            schemes=SCHEMES,
-            source="rundiff_lightning_csv.source:LightningCSVSource",
-            priority=PRIORITY,
-            summary="PyTorch Lightning CSVLogger folders (version_*/metrics.csv + hparams.yaml)",
-        )
-    )
+rundiff_register_adapters = adapters_hook(AdapterSpec(
+    name=NAME, schemes=SCHEMES, priority=PRIORITY,
+    source="rundiff_lightning_csv.source:LightningCSVSource",
+    summary="PyTorch Lightning CSVLogger folders (version_*/metrics.csv + hparams.yaml)",
+))
 
 
 @hookimpl

@@ -1,4 +1,5 @@
-"""`rundiff mcp` — serve rundiff's read-only tools to AI agents over the Model Context Protocol."""
+"""`rundiff mcp`'s command line: serve rundiff's read-only tools to AI agents over the Model
+Context Protocol. Built only when `mcp` is used; the SDK is imported in `run`, by the server."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rundiff.agents.server import serve
+    from .server import serve
 
     return serve(args.root or None, http=args.http, allow_remote=args.allow_remote,
                  max_chars=args.max_chars, verbose=args.verbose)
