@@ -12,13 +12,13 @@ import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from rundiff_adapters.wandb import framing
 from rundiff_adapters.wandb.datastore import read_log
+from wandb_frames import frame_log as _frame_log
 
 from rundiff_core.cli import main as cli_main
 from rundiff_core.demo import write_journal_run
@@ -342,24 +342,6 @@ def _history_record(step: int | None, items: dict[str, str], *, flat: bool = Fal
     return _varint(1 << 3) + _varint(7) + _field(2, body)
 
 
-def _frame_log(records: list[bytes]) -> bytes:
-    """wandb's writer (LevelDB log framing, IEEE CRC-32 of type+data) after the W&B header."""
-    out = bytearray(framing.HEADER)
-    for rec in records:
-        first = True
-        while True:
-            left = framing.BLOCK - len(out) % framing.BLOCK
-            if left < 7:
-                out += bytes(left)
-                continue
-            take = min(len(rec), left - 7)
-            piece, rec = rec[:take], rec[take:]
-            kind = (1 if not rec else 2) if first else (4 if not rec else 3)
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + piece), len(piece), kind) + piece
-            first = False
-            if not rec:
-                break
-    return bytes(out)
 
 
 def test_unusual_item_shapes_mix_with_the_usual_ones(tmp_path):

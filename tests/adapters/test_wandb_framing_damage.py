@@ -18,26 +18,11 @@ import zlib
 import numpy as np
 import pytest
 from rundiff_adapters.wandb import framing
+from wandb_frames import frame_log as write_log
 
 BLOCK, HEAD = 32 * 1024, 7
 
 
-def write_log(records: list[bytes]) -> bytes:
-    out = bytearray(b":W&B" + (0xBEE1).to_bytes(2, "little") + b"\x00")
-    for rec in records:
-        first = True
-        while True:
-            left = BLOCK - len(out) % BLOCK
-            if left < HEAD:
-                out += bytes(left)
-                continue
-            piece, rec = rec[: left - HEAD], rec[left - HEAD:]
-            kind = (1 if not rec else 2) if first else (4 if not rec else 3)
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + piece), len(piece), kind) + piece
-            first = False
-            if not rec:
-                break
-    return bytes(out)
 
 
 def reference(data: bytes) -> tuple[list[bytes], dict]:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ import pytest
 from rundiff_adapters.wandb import datastore, framing, vector
 from rundiff_adapters.wandb.datastore import read_log
 from rundiff_adapters.wandb.reader import summary_of
+from wandb_frames import frame_log as _frame_log
 
 from rundiff_core.resolve import load_run
 
@@ -217,23 +216,6 @@ def test_fast_path_is_taken_on_the_old_writers_and_real_logs(realdata, monkeypat
 
 
 # -- hand-made records: shapes the writers may produce -------------------------------------------
-def _frame_log(records: list[bytes]) -> bytes:
-    out = bytearray(framing.HEADER)
-    for rec in records:
-        first = True
-        while True:
-            left = framing.BLOCK - len(out) % framing.BLOCK
-            if left < 7:
-                out += bytes(left)
-                continue
-            take = min(len(rec), left - 7)
-            piece, rec = rec[:take], rec[take:]
-            kind = (1 if not rec else 2) if first else (4 if not rec else 3)
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + piece), len(piece), kind) + piece
-            first = False
-            if not rec:
-                break
-    return bytes(out)
 
 
 def _summary(num: int, updates=(), removes=(), *, info_first: bool = False) -> bytes:

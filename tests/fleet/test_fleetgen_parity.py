@@ -78,16 +78,6 @@ def test_the_generator_writes_what_export_writes(generated, tmp_path):
     assert sorted(os.listdir(packing.pack_dir(generated))) == before
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    pytest.importorskip("dask.dataframe")
-    distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
-        yield cluster.scheduler_address
-
-
 def _json(argv: list[str], env: dict[str, str] | None = None) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, env or {}):

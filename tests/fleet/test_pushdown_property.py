@@ -288,16 +288,6 @@ def test_the_issue_fleet_interpolates_at_the_running_runs_step():
 
 
 # -- the same on Dask: a LocalCluster of two worker processes -------------------------------------
-@pytest.fixture(scope="module")
-def scheduler():
-    pytest.importorskip("dask.dataframe")
-    distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
-        yield cluster.scheduler_address
-
-
 @settings(max_examples=3, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(fleet=fleets(), opts=OPTIONS)
