@@ -189,6 +189,31 @@ def test_the_lazy_fold_reads_only_the_summary_payloads_the_first_read_located(cu
     assert spanned > 0  # the joined-bytes path was exercised
 
 
+def test_a_prefaulted_read_buffer_decodes_exactly_as_a_plain_one(current_log, monkeypatch):
+    """Logs over 1 MiB are read into memory mapped with its pages made up front (mmap, not
+    bytearray): history, summary (eager and lazy) and counts are the same either way."""
+    import mmap
+
+    def decoded():
+        log = read_log(current_log["log"])
+        lazy = read_log(current_log["log"], summary=False)
+        folded = datastore.fold_summary_at(current_log["log"], lazy.summary_payloads, lazy.verified)
+        h = log.history
+        columns = [getattr(h, c).tobytes() for c in
+                   ("record_step", "item_step", "wall_time", "row", "code", "value", "ok")]
+        return (_items(log), log.record_counts, h.rows, h.names, h.others, columns, log.stats,
+                [(k, None if v is None else bytes(v)) for k, v in folded.items()])
+
+    monkeypatch.setattr(datastore, "PREFAULT_ABOVE", 1 << 40)
+    assert isinstance(datastore._zeroed(4 << 20), bytearray)
+    plain = decoded()
+    monkeypatch.setattr(datastore, "PREFAULT_ABOVE", 0)
+    if getattr(mmap, "MAP_POPULATE", 0):
+        assert isinstance(datastore._zeroed(4 << 20), mmap.mmap)
+    assert decoded() == plain
+    assert plain[-1] == plain[0]
+
+
 # -- the fast path is taken ----------------------------------------------------------------------
 def _no_reference_fold(monkeypatch):
     def refuse(*_a, **_k):
