@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "seed_stem": "engines.arms",
     "is_seed_key": "engines.arms",
     "is_identity_key": "engines.arms",
+    "arm_config_text": "engines.arms",
     "AdapterSpec": "registry",
     "adapters_hook": "registry",
     "Claimed": "layouts",
@@ -149,6 +150,7 @@ __all__ = [
     "__version__",
     "adapters_hook",
     "analyze_messages",
+    "arm_config_text",
     "bucket_finish",
     "content_text",
     "empty_history",
@@ -219,6 +221,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from . import netprobe as server_probe
     from .address import Address, parse_address
     from .engines.arms import (
+        arm_config_text,
         is_identity_key,
         is_seed_key,
         seed_folder_siblings,

@@ -9,7 +9,6 @@ siblings that make an arm (rundiff redacts every run where it leaves the source)
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,10 +21,8 @@ from rundiff_core import (
     Run,
     RunNotFoundError,
     RunRef,
+    arm_config_text,
     filter_keys,
-    flatten,
-    is_identity_key,
-    is_seed_key,
     layouts_in_order,
     seed_from_config,
 )
@@ -33,8 +30,6 @@ from rundiff_core import (
 from .discover import RunSpec, discover
 from .layouts import hydra
 from .layouts.common import Meta, seed_from_name, strip_seed
-
-_OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 class LocalSource(BaseSource):
@@ -65,6 +60,7 @@ class LocalSource(BaseSource):
             )
         self._meta: dict[str, Meta] = {}
         self._neighbours: dict[str, RunSpec] = {}  # runs beside the root, found for seed siblings
+        self._arm_keys: dict[str, tuple[Any, ...] | None] = {}  # per run path: `_arm_key` once
 
     def _ref(self, spec: RunSpec) -> RunRef:
         base = os.path.dirname(self.root) if os.path.isfile(self.root) else self.root
@@ -138,29 +134,29 @@ class LocalSource(BaseSource):
     # -- arms -------------------------------------------------------------------------------------
     def _arm_key(self, spec: RunSpec) -> tuple[Any, ...] | None:
         """What seeds of one arm share: parent folder, layout, name sans seed (or the experiment
-        name), and the config minus seed keys and per-run noise (paths naming the run itself,
-        `<object at 0x…>` reprs). None when the run has no seed at all."""
+        name), and the arm config (rundiff_core's one rule, `arm_config_text`). None when the run
+        has no seed at all. Computed once per run: every sibling search compares it."""
+        if spec.path in self._arm_keys:
+            return self._arm_keys[spec.path]
+        self._arm_keys[spec.path] = key = self._compute_arm_key(spec)
+        return key
+
+    def _compute_arm_key(self, spec: RunSpec) -> tuple[Any, ...] | None:
         m = self._load_meta(spec)
         base = os.path.basename(spec.path)
-        if seed_from_config(m.config) is None and seed_from_name(base) is None:
+        run = self.load_run(self._ref(spec))
+        if run.seed is None:
             return None
         name = m.arm or strip_seed(os.path.splitext(base)[0] if spec.layout == "text" else base)
-        config = {}
-        for k, v in flatten(m.config).items():
-            if is_seed_key(k) or is_identity_key(k) or _OBJECT_REPR.search(k) or base in k:
-                continue
-            if isinstance(v, str) and (_OBJECT_REPR.search(v) or base in v):
-                continue
-            config[k] = repr(v)
-        return (os.path.dirname(spec.path), spec.layout, name, tuple(sorted(config.items())))
+        return (os.path.dirname(spec.path), spec.layout, name, arm_config_text(run))
 
     def collection(self, ref: RunRef) -> str | None:
         """The run's parent folder, where rundiff looks for its seeds (engines.arms)."""
         return f"local:{os.path.dirname(self._spec(ref).path)}"
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
-        """Runs of the same parent experiment whose configs are equal except seed keys (and
-        per-run paths/reprs): `ppo_s0 … ppo_s9`, Sacred runs of one experiment, `seed-N/`."""
+        """Runs of the same parent experiment whose arm configs are equal (`_arm_key`):
+        `ppo_s0 … ppo_s9`, Sacred runs of one experiment, `seed-N/`."""
         spec = self._spec(ref)
         key = self._arm_key(spec)
         if key is None:

@@ -6,7 +6,8 @@ How runs become arms (docs/diff.md, "Arms"; the same text is in docs/many.md):
    each other, a fleet dataset's `seed_group`);
 2. else **equal configs in one collection** — runs the source lists in the same collection
    (`RunSource.collection(ref)`: the parent folder, experiment or project) whose configs are equal
-   once seed keys, run-identity keys and values equal to the run's own path or name are removed;
+   once seed keys, run-identity keys and keys or values naming the run itself are removed
+   (`arm_config`; the local adapter's seed siblings use the same rule);
 3. else the run alone.
 
 `--group-by KEY[,KEY…]` replaces 1 and 2 (runs with equal values of those keys form an arm) and
@@ -44,7 +45,8 @@ _SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|[-_]s)(?P<seed>\d+)$"
 it)."""
 
 _KEY_SPLIT = re.compile(r"[./]")
-_OBJECT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
+_OBJECT_REPR = re.compile(r" at 0x(?:[0-9a-fA-F]+|…)>")
+"""The address in an object's repr (`<function f at 0x7f…>`): it names a process, not a config."""
 _ABSENT = object()
 
 
@@ -266,24 +268,40 @@ def _self_values(run: Run) -> set[str]:
     return {v for v in values if isinstance(v, str) and v and _DISTINCT.search(v)}
 
 
-def _is_self_value(value: Any, own: set[str], folder: str | None) -> bool:
-    if not isinstance(value, str) or not value:
+def _names_run(text: Any, own: set[str], folder: str | None) -> bool:
+    """True for a config key or value that names or places this run rather than configuring it:
+    one of its names (`_self_values`), a path ending in its folder, or — when the folder's name is
+    distinctive (`ppo_s3`, `version_11`) — any text holding that folder as a path part
+    (`./data/ppo_s3/progress.txt`, a logger's repr of its open file). A plain folder name like
+    `train` counts only at a path's end, and never inside a word (`sc2` does not name run `2`)."""
+    if not isinstance(text, str) or not text:
         return False
-    if value in own or value.rstrip("/\\") in own:
+    if text in own or text.rstrip("/\\") in own:
         return True
-    tail = value.rstrip("/\\").replace("\\", "/")
-    return bool(folder) and len(folder) >= 3 and tail.endswith("/" + folder)
+    if not folder or len(folder) < 3:
+        return False
+    tail = text.rstrip("/\\").replace("\\", "/")
+    return tail.endswith("/" + folder) or (
+        bool(_DISTINCT.search(folder)) and folder in tail.split("/"))
+
+
+def _without_address(text: Any) -> Any:
+    """An object repr with its memory address blanked (`<function f at 0x…>`): seeds of one
+    config print other addresses, while another class or function is another config."""
+    return _OBJECT_REPR.sub(" at 0x…>", text) if isinstance(text, str) and " at 0x" in text else text
 
 
 def arm_config(run: Run, rules: ArmRules | None = None) -> dict[str, Any]:
-    """The run's flat config without seed keys, identity keys and values naming the run itself
-    (path-like strings normalised): what must be equal for two runs to be seeds of one arm."""
+    """The run's flat config without seed keys, identity keys and keys or values naming the run
+    itself, object addresses blanked and path-like strings normalised: what must be equal for
+    two runs to be seeds of one arm (in every adapter: the local one compares seed folders by it)."""
     own = _self_values(run)
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
     folder = os.path.basename(os.path.normpath(path)) if isinstance(path, str) and path else None
-    return {k: _same_path(v) for k, v in run.flat_config.items()
+    return {_without_address(k): _same_path(_without_address(v))
+            for k, v in run.flat_config.items()
             if not is_seed_key(k, rules) and not is_identity_key(k, rules)
-            and not _is_self_value(v, own, folder)}
+            and not _names_run(k, own, folder) and not _names_run(v, own, folder)}
 
 
 _PATHLIKE = re.compile(r"^\.{0,2}/|/|^\.{1,2}$")
@@ -301,6 +319,12 @@ def arm_key(run: Run, rules: ArmRules | None = None) -> str | None:
     """A canonical text of `arm_config`; None for a run that logged no config (it stays alone)."""
     if not run.config:
         return None
+    return arm_config_text(run, rules)
+
+
+def arm_config_text(run: Run, rules: ArmRules | None = None) -> str:
+    """A canonical text of `arm_config`, also for a run without config (`{}`): equal texts are
+    equal arm configs."""
     return json.dumps(arm_config(run, rules), sort_keys=True, default=str)
 
 
@@ -848,7 +872,7 @@ def runs_apart(arms: Sequence[Arm], what: str = "compared") -> list[Arm]:
 
 __all__ = [
     "ARMS_TABLE_KEYS", "Arm", "ArmRules", "Grouping", "IDENTITY_KEYS", "SEED_KEY_RULE", "arm_config",
-    "arm_for_ref",
+    "arm_config_text", "arm_for_ref",
     "arm_key", "arms_of", "attach", "collection_of", "declared_siblings", "distinguishing_keys",
     "group_runs", "is_identity_key", "is_seed_key", "label_arms", "load_arm", "load_arm_rules",
     "load_arms", "load_attached", "members_label", "named_sides", "overlapping", "runs_apart",

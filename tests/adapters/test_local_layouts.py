@@ -388,3 +388,21 @@ def test_rl_return_names_are_maximised_and_spelled_alike():
     assert vocabulary("interpret_loss").goal == "min"
     assert vocabulary("interpretability").goal is None  # no word of the vocabulary: unknown
     assert synonym_key("AverageEpRet") == synonym_key("average-episode-return")
+
+
+def test_sacred_pymarl_two_runs_of_one_config_are_declared_seeds(realdata):
+    """The real pymarl runs 1 and 2 have equal config.json files but for `seed` (their run.json
+    differ only in git `dirty`, times and heartbeat): the local adapter declares them seeds of
+    one arm by the one arm-config rule. Its own rule used to keep them apart because run `2`'s
+    folder name occurs inside `env: messy_sc2` (a substring is not a path through the folder)."""
+    root = realdata / "sacred-pymarl-messy-smac" / "results" / "sacred"
+    raw = [json.loads((root / rid / "config.json").read_text()) for rid in ("1", "2")]
+    assert raw[0]["seed"] != raw[1]["seed"] and raw[1]["env"] == "messy_sc2"
+    assert {k: v for k, v in raw[0].items() if k != "seed"} == {k: v for k, v in raw[1].items() if k != "seed"}
+    src, refs = _runs(realdata / "sacred-pymarl-messy-smac")
+    assert {tuple(sorted(r.run_id for r in src.seed_siblings(ref))) for ref in refs} == {
+        ("results/sacred/1", "results/sacred/2")}
+    from rundiff_core.engines.arms import load_arms
+
+    arms = load_arms(f"local:{realdata / 'sacred-pymarl-messy-smac'}")
+    assert [(a.n, a.how) for a in arms] == [(2, "seed siblings the source declares")]

@@ -20,6 +20,8 @@ from rundiff_core.cli import main
 from rundiff_core.demo import write_journal_run
 from rundiff_core.engines.arms import (
     IDENTITY_KEYS,
+    arm_config,
+    arm_key,
     arms_of,
     is_identity_key,
     is_seed_key,
@@ -499,3 +501,39 @@ def test_labels_pick_the_keys_that_tell_every_arm_apart(realdata):
     labels = [a.label for a in arms]
     assert len(arms) == 3 and len(set(labels)) == 3
     assert all("=" in label and "/" not in label.split(",")[0] for label in labels), labels
+
+
+def test_the_arm_config_rule_blanks_addresses_and_drops_what_names_the_run():
+    """One rule for every adapter (the local one declares seed folders by it): an object's memory
+    address names a process, its class does not; a key or value through the run's own
+    distinctive folder names the run; a plain folder word, or the folder's name inside a word,
+    does not."""
+    from rundiff_core import arm_config_text
+
+    def run(folder: str, **config) -> Run:
+        path = f"/exp/{folder}"
+        return Run(address=f"local:{path}", name=folder, run_id=folder, adapter="local",
+                   config=config, meta={"path": path})
+
+    fn = "<function make_env.<locals>.thunk at 0x{}>"
+    a = run("ppo_s1", env_fn=fn.format("7fa1"), opt="<torch.optim.Adam object at 0x7fa2>",
+            logger={"<EpochLogger object at 0x7f01>": {"first_row": True},
+                    "<TextIOWrapper name='./data/ppo_s1/progress.txt'>": {"mode": "w"}},
+            weights="runs/ppo_s1/model.pth", out="./data/ppo_s1/")
+    b = run("ppo_s2", env_fn=fn.format("7fb9"), opt="<torch.optim.Adam object at 0x7fc3>",
+            logger={"<EpochLogger object at 0x7f99>": {"first_row": True},
+                    "<TextIOWrapper name='./data/ppo_s2/progress.txt'>": {"mode": "w"}},
+            weights="runs/ppo_s2/model.pth", out="./data/ppo_s2/")
+    assert arm_config_text(a) == arm_config_text(b)
+    sgd = run("ppo_s3", env_fn=fn.format("7fd0"), opt="<torch.optim.SGD object at 0x7fa2>",
+              logger={"<EpochLogger object at 0x7f01>": {"first_row": True}},
+              weights="runs/ppo_s3/model.pth", out="./data/ppo_s3/")
+    assert arm_config_text(sgd) != arm_config_text(a)  # another optimizer class: another arm
+    assert arm_config(a) == {"env_fn": "<function make_env.<locals>.thunk at 0x…>",
+                             "opt": "<torch.optim.Adam object at 0x…>",
+                             "logger.<EpochLogger object at 0x…>.first_row": True}
+    # Sacred's run `2` and `env: messy_sc2`; a folder named `train` and `data: cifar/train/x`
+    assert arm_config(run("2", env="messy_sc2")) == {"env": "messy_sc2"}
+    assert arm_config(run("train", data="cifar/train/x")) == {"data": "cifar/train/x"}
+    assert arm_config(run("train", data="cifar/train")) == {}  # a path ending in the folder
+    assert arm_config_text(run("ppo_s4")) == "{}" and arm_key(run("ppo_s4")) is None
