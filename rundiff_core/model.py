@@ -142,6 +142,22 @@ def _frame_parts() -> tuple[Any, Any, Any]:
     return _FRAME_PARTS[0], _FRAME_PARTS[1], _FRAME_PARTS[2]
 
 
+def key_rows(frame: pd.DataFrame, wanted: Iterable[str]) -> dict[str, np.ndarray]:
+    """Row positions of each wanted key in a long history frame (through the categorical codes
+    when the adapter gave them); a key the frame lacks is left out when keys are categorical."""
+    import pandas as pd
+
+    if not len(frame):
+        return {}
+    col = frame["key"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = col.cat.categories
+        codes = col.cat.codes.to_numpy()
+        return {k: np.flatnonzero(codes == cats.get_loc(k)) for k in wanted if k in cats}
+    keys = col.to_numpy()
+    return {k: np.flatnonzero(keys == k) for k in wanted}
+
+
 def history_frame(step: np.ndarray, key: Any, value: np.ndarray, wall_time: np.ndarray) -> pd.DataFrame:
     """The canonical frame from column arrays. Ready arrays (float64 numpy, categorical key)
     become blocks as they are — zero-copy, 4× faster than the dict constructor on small runs,

@@ -15,8 +15,9 @@ engine that slices one series at many targets pays for the sort once. `axis_from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -110,6 +111,26 @@ def values_at(
     pick_lo = np.abs(xs[lo] - t[inside]) <= np.abs(xs[hi] - t[inside])  # ties: the earlier point
     out[inside] = np.where(pick_lo, ys[lo], ys[hi])
     return out
+
+
+def seed_mean_at(seeds: Sequence[Any], metric: str, series: Mapping[tuple[str, str], Any],
+                 xs: np.ndarray, mode: str) -> np.ndarray:
+    """The mean over an arm's seeds (runs with an `address`) of their `metric` series — objects
+    with `size` and `part(xs) → (x, y)` arrays — read at each x by `mode`; NaN where no seed has
+    a value there."""
+    stack = []
+    for run in seeds:
+        ser = series.get((run.address, metric))
+        if ser is not None and ser.size:
+            part = ser.part(xs)
+            stack.append(values_at(part.x, part.y, xs, mode, strict_start=True))
+    if not stack:
+        return np.full(len(xs), np.nan)
+    mat = np.vstack(stack)
+    counts = np.sum(np.isfinite(mat), axis=0)
+    sums = np.nansum(mat, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 def axis_from_key(

@@ -22,6 +22,7 @@ camelCase and letter/digit boundaries (`metrics/mAP50-95(B)` → `metrics`, `map
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -429,6 +430,15 @@ def vocabulary_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def better(first: float, second: float, goal: str | None) -> bool | None:
+    """Whether `first` beats `second` under `goal` ("min" or "max"); None when no direction is
+    known, either value is not finite, or they are equal (nothing to claim)."""
+    if goal is None or not (math.isfinite(first) and math.isfinite(second)) or first == second:
+        return None
+    return first < second if goal == "min" else first > second
+
+
 __all__ = ["Declared", "Direction", "GOALS", "GoalRules", "HIGHER", "LOWER", "NO_DIRECTION",
-           "declared_goals", "declared_headline", "declared_in_config", "goal_rules",
+           "better", "declared_goals", "declared_headline", "declared_in_config", "goal_rules",
            "load_project_goals", "parse_goals", "tokens", "vocabulary", "vocabulary_markdown"]
+

@@ -56,6 +56,18 @@ def headline(steps: Sequence[float], values: Sequence[float], goal: str | None) 
     )
 
 
+def flat_fit(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, float]:
+    """(no real movement, slope, residual σ) of y over x by least squares: flat when the fitted
+    change over the span is within 2σ of the residuals (or a 1e-3 share of `scale`)."""
+    if len(x) < 2 or np.ptp(x) == 0:
+        return True, 0.0, 0.0
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    noise = float(np.std(resid, ddof=1)) if len(x) > 2 else 0.0
+    change = abs(slope) * float(np.ptp(x))
+    return change <= max(2.0 * noise, 1e-3 * scale, 1e-12), float(slope), noise
+
+
 def sample_std(values: Sequence[float]) -> float:
     """Sample standard deviation (ddof=1); NaN for fewer than two values."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype="float64")

@@ -16,7 +16,7 @@ import numpy as np
 from ...model import Run
 from ..align import Slice, slice_sorted
 from ..arms import Arm
-from ..directions import Direction
+from ..directions import Direction, better
 from ..metricnames import NameResolution
 from ..roles import GroupDecision
 from ..stats import sample_std
@@ -75,15 +75,10 @@ def _table(req: Request, names: NameResolution, decision: GroupDecision, directi
     for row in rows[1:]:
         if row.state == "ok" and student_row.state == "ok":
             row.delta = row.value - student_row.value
-            row.student_better = _better(student_row.value, row.value, goal)
+            row.student_better = better(student_row.value, row.value, goal)
     return Table(m, decision, direction, target, student_row.state if has_student else state,
                  note, rows)
 
-
-def _better(student: float, other: float, goal: str | None) -> bool | None:
-    if goal is None or not (math.isfinite(student) and math.isfinite(other)) or student == other:
-        return None
-    return student < other if goal == "min" else student > other
 
 
 def _want_student_steps(series: Mapping[tuple[str, str], _Series | _PushedSeries], s_arm: Arm,

@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from ...errors import UsageError
-from ...model import Run
+from ...model import Run, key_rows
 from ..align import axis_from_key, first_decrease, relative_wall_time
 from ..metricnames import NameResolution
 from .axis import WALL_AXES, _Axis
@@ -57,7 +56,7 @@ def _read_run(run: Run, keys: KeyChoice, names: NameResolution, metric_names: Se
         wanted.add(xkey)
     # A run whose whole history is already loaded is split here rather than filtered again.
     h = run.history() if run.address in keys.full else run.history(sorted(wanted))
-    idx = _key_indices(h, wanted)
+    idx = key_rows(h, wanted)
     steps_all = h["step"].to_numpy()
     values_all = h["value"].to_numpy()
     wall_all = h["wall_time"].to_numpy()
@@ -178,15 +177,3 @@ def _prepare(x: np.ndarray, y: np.ndarray, step: np.ndarray) -> _Series:
         x, y, step = x[last], y[last], step[last]
     return _Series(x, y, step)
 
-
-def _key_indices(h: pd.DataFrame, wanted: set[str]) -> dict[str, np.ndarray]:
-    """Row positions of each wanted key (categorical codes when the adapter gave them)."""
-    if not len(h):
-        return {}
-    col = h["key"]
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = col.cat.categories
-        codes = col.cat.codes.to_numpy()
-        return {k: np.flatnonzero(codes == cats.get_loc(k)) for k in wanted if k in cats}
-    keys = col.to_numpy()
-    return {k: np.flatnonzero(keys == k) for k in wanted}

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..align import values_at
+from ..align import seed_mean_at
 from ..arms import Arm
+from ..stats import flat_fit
 from .alignment import Table
 from .axis import _Axis
 from .request import Request
@@ -31,33 +32,6 @@ def measure_trends(req: Request, student: Student, tables: Sequence[Table], load
     return out
 
 
-def _arm_values_at(arm: Arm, metric: str, series: Mapping[tuple[str, str], _Series | _PushedSeries],
-                   xs: np.ndarray, align: str) -> np.ndarray:
-    """The arm's mean over seeds at each x (NaN where no seed has a point there)."""
-    stack = []
-    for run in arm.seeds:
-        ser = series.get((run.address, metric))
-        if ser is not None and ser.size:
-            part = ser.part(xs)
-            stack.append(values_at(part.x, part.y, xs, align, strict_start=True))
-    if not stack:
-        return np.full(len(xs), np.nan)
-    mat = np.vstack(stack)
-    counts = np.sum(np.isfinite(mat), axis=0)
-    sums = np.nansum(mat, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-
-
-def _flat(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, float]:
-    """(no real movement, slope, residual σ) of y over x by least squares."""
-    if len(x) < 2 or np.ptp(x) == 0:
-        return True, 0.0, 0.0
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
-    noise = float(np.std(resid, ddof=1)) if len(x) > 2 else 0.0
-    change = abs(slope) * float(np.ptp(x))
-    return change <= max(2.0 * noise, 1e-3 * scale, 1e-12), float(slope), noise
 
 
 def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
@@ -65,8 +39,8 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
            xname: str) -> Trend:
     primary = series[(s_arm.primary.address, metric)]
     xs = primary.x[-k:]
-    sv = _arm_values_at(s_arm, metric, series, xs, align) if len(s_arm.seeds) > 1 else primary.y[-k:]
-    bv = _arm_values_at(b_arm, metric, series, xs, align)
+    sv = seed_mean_at(s_arm.seeds, metric, series, xs, align) if len(s_arm.seeds) > 1 else primary.y[-k:]
+    bv = seed_mean_at(b_arm.seeds, metric, series, xs, align)
     ok = np.isfinite(sv) & np.isfinite(bv)
     points = [{"x": float(a), "student": float(b), "baseline": float(c), "gap": float(b - c)}
               for a, b, c in zip(xs[ok], sv[ok], bv[ok], strict=True)]
@@ -75,7 +49,7 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
     vals5 = np.array([v for _, v in last5])
     scale = float(np.nanmax(np.abs(np.concatenate([sv[ok], bv[ok]])))) if ok.any() else 1.0
     finite5 = np.isfinite(vals5)
-    student_flat = len(last5) >= CONVERGED_POINTS and bool(finite5.all()) and _flat(
+    student_flat = len(last5) >= CONVERGED_POINTS and bool(finite5.all()) and flat_fit(
         np.array([a for a, _ in last5]), vals5, scale)[0]
     base = Trend(s_label, b_label, "insufficient data", "", int(ok.sum()), points, math.nan,
                  math.nan, None, last5, bool(student_flat))
@@ -95,7 +69,7 @@ def _trend(s_arm: Arm, s_label: str, b_arm: Arm, b_label: str, metric: str,
                      f"for {metric}: pass --goal {metric}=max or min")
         return base
     deficit = gap if goal == "min" else -gap  # > 0: the student is behind
-    flat, slope_d, noise = _flat(x_ok, deficit, scale)
+    flat, slope_d, noise = flat_fit(x_ok, deficit, scale)
     slope = slope_d if goal == "min" else -slope_d
     d_last = float(deficit[-1])
     level = abs(d_last) <= max(2.0 * noise, 1e-3 * scale, 1e-12)
