@@ -52,7 +52,7 @@ class WandbSource(BaseSource):
                 "wandb:ENTITY/PROJECT[/RUN_ID] for a run on a W&B server",
             )
         self._runs: dict[str, LocalRun] | None = None
-        self._logs: dict[str, tuple[tuple[float, int], SegmentData]] = {}
+        self._logs: dict[str, tuple[tuple[Any, ...], SegmentData]] = {}  # path → (stamp, segment)
 
     # -- listing --------------------------------------------------------------------------------
     def _found(self) -> dict[str, LocalRun]:
@@ -105,12 +105,27 @@ class WandbSource(BaseSource):
         self._logs[log_path] = (stamp, seg)
         return seg
 
+    def _files_segment(self, folder: str) -> SegmentData:
+        """A log-less folder's segment, cached like a log's: keyed by the stamp of its files/
+        (the console log it may read its history from is parsed once, not per call)."""
+        files = os.path.join(folder, "files")
+        try:
+            stamp = tuple((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in
+                          sorted(os.scandir(files), key=lambda e: e.name) if e.is_file())
+        except OSError:
+            stamp = ()
+        cached = self._logs.get(folder)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        seg = _files_only(folder)
+        self._logs[folder] = (stamp, seg)
+        return seg
+
     def _segments(self, run: LocalRun) -> list[tuple[SegmentData, str]]:
         out = []
         for s in run.segments:
             if s.log is None:
-                seg = _files_only(s.folder or "")
-                out.append((seg, s.folder or ""))
+                out.append((self._files_segment(s.folder or ""), s.folder or ""))
             else:
                 out.append((self._segment(s.log, s.folder), s.log))
         return out
@@ -276,10 +291,8 @@ def _console_history(folder: str) -> tuple[HistoryColumns, list[str]]:
     from rundiff_adapters.local.textlog import read_text_log, sniff_text
 
     grammar = sniff_text(console)
-    if grammar is None:
-        return HistoryColumns.empty(), [none + "; files/output.log holds no training log rundiff reads"]
-    frame, notes = read_text_log(console, grammar)
-    if not len(frame):
+    frame, notes = read_text_log(console, grammar) if grammar is not None else (None, [])
+    if frame is None or not len(frame):
         return HistoryColumns.empty(), [none + "; files/output.log holds no training log rundiff reads"]
     return HistoryColumns.from_frame(frame), [
         "no .wandb transaction log in this run folder: history read from files/output.log (the "

@@ -93,9 +93,19 @@ def test_a_killed_run_with_one_record_is_not_claimed_as_a_run():
     assert "dpo.log" not in _by_id(PHI3)
 
 
-def test_a_wandb_folder_without_its_log_takes_its_history_from_the_console(capsys):
+def test_a_wandb_folder_without_its_log_takes_its_history_from_the_console(capsys, monkeypatch):
+    from rundiff_adapters.local import textlog
+
     exp = _expected(WANDB)["files"]
     before = hash_tree(str(WANDB))
+    parses: list[str] = []
+    real = textlog.read_text_log
+
+    def counted(path, *a, **k):
+        parses.append(path)
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(textlog, "read_text_log", counted)
     runs = {r.run_id: r for r in load_runs(str(WANDB))}
     assert set(runs) == {"oxtz69dy", "ramuywd8"}
     for run_id, run in runs.items():
@@ -111,6 +121,7 @@ def test_a_wandb_folder_without_its_log_takes_its_history_from_the_console(capsy
         summary = json.loads((WANDB / rel).parent.joinpath("wandb-summary.json").read_text())
         summary.pop("_wandb", None)
         assert run.summary == summary
+    assert len(parses) == len(set(parses)) == 2  # each console log parsed once (run, history)
     assert main(["ls", str(WANDB)]) == 0
     out = capsys.readouterr().out
     assert "history read from files/output.log" in out and "no history" not in out
