@@ -391,6 +391,12 @@ class Run:
         (wandb writes a summary record beside nearly every row), and `diff`/`ls` never read it."""
         self.__dict__["_summary_loader"] = loader
 
+    @property
+    def summary_deferred(self) -> bool:
+        """True while the summary is still a pending fold: asking whether it holds a key costs the
+        fold, so a command that only peeks (ls looking for agent outcomes) checks this first."""
+        return "_summary_loader" in self.__dict__
+
     def map_summary(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace the summary by `fn(summary)` — now, or when a deferred summary is computed."""
         pending = self.__dict__.pop("_summary_loader", None)

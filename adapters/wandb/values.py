@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rundiff_core.parsing.jsonl_numeric import SPAN_PAD, number_spans
+
 
 def loads(raw: bytes | None) -> Any:
     """A value_json payload as Python (bare NaN/Infinity allowed, as wandb writes them)."""
@@ -36,17 +38,16 @@ def nest(pairs: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
 _NUMERIC_FIRST = np.frombuffer(b"-0123456789NI", dtype=np.uint8)
 
 
-def parse_spans(arr: np.ndarray, buf, vs: np.ndarray, ve: np.ndarray, chunk: int = 1 << 18
+def parse_spans(arr: np.ndarray, buf, vs: np.ndarray, ve: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """Parse the value JSON at byte spans `vs`..`ve` of `buf`: like `numeric_values`, in bulk.
 
-    Values that start like a number are gathered into one contiguous Arrow string array and cast
-    to float64 in C++ (exactly rounded; bare NaN/Infinity accepted); anything else — and a chunk
-    Arrow refuses — goes through `numeric_values`.
+    Values that start like a number are parsed by the journal's SWAR number parser
+    (`number_spans`: exactly rounded, bare NaN/Infinity accepted; no pyarrow to import, ~0.15 s);
+    anything else — and whatever that parser does not take as a JSON number — goes through
+    `numeric_values`, so the result is `float()`'s value for every number. `arr` (the buffer as
+    uint8) holds the reader's zero padding past the last record.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = vs.size
     out = np.full(n, np.nan)
     ok = np.zeros(n, dtype=bool)
@@ -55,27 +56,13 @@ def parse_spans(arr: np.ndarray, buf, vs: np.ndarray, ve: np.ndarray, chunk: int
         return out, ok, others
     last = len(arr) - 1
     cand = np.isin(arr[np.minimum(vs, last)], _NUMERIC_FIRST) & (ve > vs) & (ve - vs < 64)
-    slow = [np.flatnonzero(~cand)]
     ci = np.flatnonzero(cand)
-    for lo in range(0, ci.size, chunk):
-        c = ci[lo : lo + chunk]
-        lens = ve[c] - vs[c]
-        offs = np.zeros(c.size + 1, dtype=np.int64)
-        np.cumsum(lens, out=offs[1:])
-        gather = np.repeat(vs[c] - offs[:-1], lens) + np.arange(int(offs[-1]), dtype=np.int64)
-        text = pa.StringArray.from_buffers(c.size, pa.py_buffer(offs.astype(np.int32)),
-                                           pa.py_buffer(arr[gather]))
-        try:
-            got = pc.cast(text, pa.float64())  # no nulls in, none out
-            # its data buffer as it is: Array.to_numpy would import pandas (~0.4 s of start-up)
-            out[c] = np.frombuffer(got.buffers()[1], dtype=np.float64, count=len(got),
-                                   offset=got.offset * 8)
-            ok[c] = True
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            slow.append(c)
-    rest = np.concatenate(slow)
+    if ci.size and int(ve[ci].max()) + SPAN_PAD <= len(arr):
+        got, parsed = number_spans(arr, vs[ci], ve[ci])
+        out[ci[parsed]] = got[parsed]
+        ok[ci[parsed]] = True
+    rest = np.flatnonzero(~ok)
     if rest.size:
-        rest.sort()
         raw = list(map(buf.__getitem__, map(slice, vs[rest].tolist(), ve[rest].tolist())))
         v, o, x = numeric_values(raw)
         out[rest], ok[rest] = v, o

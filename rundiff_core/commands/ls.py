@@ -40,7 +40,9 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
         row["keys"] = keys
         row["points"] = run.n_points()
     row["fidelity"] = list(run.fidelity)
-    if "pass_k" in run.summary:  # agent runs (trajectory adapter): outcomes, trials, exit statuses
+    # agent runs (the trajectory adapter, which sets its summary as it loads): outcomes, trials,
+    # exit statuses. A deferred summary is a tracker's fold, which ls does not show: not folded.
+    if not run.summary_deferred and "pass_k" in run.summary:
         for key in ("tasks", "scored", "passed", "pass_rate", "pass_k", "exit_statuses", "trajectories"):
             if key in run.summary:
                 row[key] = run.summary[key]

@@ -260,11 +260,11 @@ class _Matcher:
 
     CHUNK = 1 << 15
 
-    def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, pad: int = PAD) -> None:
         self.buf, self.starts, self.ends = buf, starts, ends
         self.words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
         self.aligned = buf[:len(buf) // 8 * 8].view("<u8")
-        self.limit = len(buf) - PAD  # clamp for positions of lines already failed
+        self.limit = len(buf) - pad  # clamp for positions of lines already failed
         self.long: dict[tuple[tuple[bytes, ...], int], bool] = {}
 
     def _gather(self, pos: np.ndarray, nbytes: int) -> list[np.ndarray]:
@@ -564,6 +564,48 @@ class _Matcher:
                                exp10=exp[keep])
         value[rows[ok]] = got[ok]
         good[rows[ok]] = True
+
+
+SPAN_PAD = 32  # readable bytes `number_spans` needs past every span's end
+
+
+def number_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(value, parsed) of each byte span `buf[s:e]` read as one JSON number token: the float
+    `json.loads` gives (NaN and ±Infinity too), except that `-0` stays a negative zero as
+    `float()` has it. `parsed` is False where the span is no JSON number (the caller decides what
+    else it may be). The spans' numbers are parsed as the journal's are, by SWAR passes over
+    8-byte words, `_Matcher.CHUNK` spans at a time; `buf` must hold `SPAN_PAD` bytes past every
+    span's end."""
+    n = len(starts)
+    value = np.full(n, np.nan)
+    parsed = np.zeros(n, dtype=bool)
+    if not n:
+        return value, parsed
+    if int(ends.max()) + SPAN_PAD > len(buf):
+        raise ValueError("number_spans needs SPAN_PAD readable bytes past every span")
+    m = _Matcher(buf, starts, ends, pad=1)
+    words = m.words
+    step = _Matcher.CHUNK
+    for lo in range(0, n, step):
+        s, e = starts[lo:lo + step], ends[lo:lo + step]
+        length = e - s
+        ok = (length > 0) & (length <= MAX_TOKEN)
+        tail = [words[s + 8 * k] ^ _ZEROS for k in range(MAX_TOKEN // 8)]
+        try:
+            v, good = m.numbers(s, np.where(ok, length, 0), tail, ok)
+        except _Declined:  # mostly numbers only float() reads: one by one
+            v, good = np.full(len(s), np.nan), np.zeros(len(s), dtype=bool)
+            for i, (a, b) in enumerate(zip(s.tolist(), e.tolist(), strict=True)):
+                got = _py_number(bytes(buf[a:b]))
+                if got is not None:
+                    v[i], good[i] = got, True
+        zero = good & (v == 0)
+        if zero.any():  # "-0": json.loads gives the int 0, float() and wandb's readers -0.0
+            neg = buf[s[zero]] == 0x2D
+            v[np.flatnonzero(zero)[neg]] = -0.0
+        value[lo:lo + step], parsed[lo:lo + step] = v, good
+    return value, parsed
 
 
 def _py_number(tok: bytes) -> float | None:

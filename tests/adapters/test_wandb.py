@@ -211,6 +211,25 @@ def test_summary_is_folded_only_when_read(client_runs):
     assert "_summary_loader" not in run.__dict__
 
 
+def test_ls_lists_a_run_without_folding_its_summary(client_runs, monkeypatch):
+    """ls shows keys, points and steps, never the summary: a W&B fold (half the work on a log of
+    the current writer) must not run for it, as text or as JSON."""
+    from rundiff_adapters.wandb import source as wsource
+
+    from rundiff_core.commands import ls
+
+    folds = []
+    real = wsource._fold_summary
+    monkeypatch.setattr(wsource, "_fold_summary", lambda *a, **k: folds.append(a) or real(*a, **k))
+    rows, _headers = ls.listing([f"wandb:{client_runs['folder']}"])
+    assert rows and rows[0]["points"] > 0 and "pass_k" not in rows[0]
+    assert ls.text_lines(rows)
+    assert folds == []
+    run = load_run(f"wandb:{client_runs['folder']}")
+    assert run.summary_deferred and run.summary["best_loss"] == 0.004 and not run.summary_deferred
+    assert len(folds) == 1  # the same fold, when something does read the summary
+
+
 def test_resumed_run_merges_its_sittings(client_runs):
     runs = load_runs(client_runs["resumed_root"])  # the wandb/ folder
     assert [r.run_id for r in runs] == ["resumed1"]
