@@ -111,3 +111,34 @@ def test_factorize_spans_sees_a_value_the_sample_missed():
     codes, uniq = pb.factorize_spans(np.frombuffer(blob, np.uint8), starts, lengths)
     assert uniq == [b"train/loss", b"eval/rare"]
     assert int(codes[300_000]) == 1 and int(codes.sum()) == 1
+
+
+@pytest.mark.parametrize("shift", [0, 1, 3, 8])
+def test_span_words_equal_the_bytes_on_aligned_and_unaligned_buffers(shift):
+    """`_word` reads spans' 8-byte words from aligned gathers when the buffer allows it, else
+    from an unaligned view (a buffer that starts mid-word, spans at its very end): the same
+    little-endian words, zero past each span's end, either way."""
+    rng = np.random.default_rng(shift)
+    raw = np.frombuffer(rng.bytes(4096 + shift), np.uint8)[shift:]
+    starts = rng.integers(0, len(raw) - 1, 5_000)
+    lengths = np.minimum(rng.integers(0, 40, 5_000), len(raw) - starts)
+    starts[:3], lengths[:3] = len(raw) - np.array([1, 8, 20]), np.array([1, 8, 20])
+    data = raw.tobytes()
+    for j in range(3):
+        got = pb._word(raw, starts, lengths, j)
+        want = [int.from_bytes(data[s + 8 * j : s + min(8 * j + 8, int(n))], "little") if n > 8 * j else 0
+                for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+        assert got.tolist() == want
+
+
+def test_factorize_spans_adds_what_its_sample_missed_without_sorting_everything(monkeypatch):
+    """A few rare keys among many of a common one: coded exactly, by the few-values path."""
+    items = ([b"loss"] * 50_000 + [b"eval/acc"] + [b"loss"] * 50_000 + [b"best"] + [b"loss"] * 3
+             + [b"eval/acc"])
+    blob = b"".join(items)
+    lengths = np.array([len(x) for x in items], np.int64)
+    starts = np.cumsum(lengths) - lengths
+    monkeypatch.setattr(pb, "factorize", lambda *_a: pytest.fail("sorted every hash"))
+    codes, uniq = pb.factorize_spans(np.frombuffer(blob, np.uint8), starts, lengths)
+    assert uniq == [b"loss", b"eval/acc", b"best"]
+    assert codes.tolist() == _factorize_by_hand(items)[0]
