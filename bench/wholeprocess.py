@@ -49,15 +49,21 @@ def _once(argv: Sequence[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def compare(commands: Mapping[str, Sequence[str]], *, repeat: int = 3,
-            targets: Mapping[str, float] | None = None, label: str = "rundiff") -> dict[str, float]:
-    """Time every command (`label` is rundiff's), print wall/CPU and ratios; returns wall ratios."""
+def best_of(commands: Mapping[str, Sequence[str]], *, repeat: int = 3) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) of each command's fastest run of `repeat`, the commands interleaved."""
     best: dict[str, tuple[float, float]] = {}
     for _ in range(max(1, repeat)):
         for name, argv in commands.items():
             got = _once(argv)
             if name not in best or got[0] < best[name][0]:
                 best[name] = got
+    return best
+
+
+def compare(commands: Mapping[str, Sequence[str]], *, repeat: int = 3,
+            targets: Mapping[str, float] | None = None, label: str = "rundiff") -> dict[str, float]:
+    """Time every command (`label` is rundiff's), print wall/CPU and ratios; returns wall ratios."""
+    best = best_of(commands, repeat=repeat)
     print(f"whole process (fresh interpreter, best of {repeat}):")
     for name, (wall, cpu) in best.items():
         print(f"  {name:<34s} {wall:7.3f} s wall {cpu:7.3f} s cpu")

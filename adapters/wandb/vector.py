@@ -197,44 +197,49 @@ def span_names(keys: list[bytes]) -> list[tuple[str, ...]]:
     return out
 
 
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                 dtype=np.uint64)
+SHORT_RECORD = 64  # bytes: records up to this long are compared for repeats, as 8 words
 
 
 def last_of_repeats(buf: bytes, idx: np.ndarray, sub_s: np.ndarray, sub_e: np.ndarray, *,
                     counts: bool = False):
     """Drop summary records that a later, byte-identical record repeats (wandb rewrites its
     `_wandb.runtime` record after every row): a repeat sets the same keys to the same values, so
-    only its last copy can matter. Records of up to 64 bytes are compared exactly, as their first
-    and last 32 bytes; longer ones are all kept.
+    only its last copy can matter. Records of up to 64 bytes are compared exactly (their length
+    and eight words, zero past the end); longer ones are all kept. Records are grouped by a hash
+    of those and each checked against its group's last member: one that differs (a collision) is
+    simply kept.
 
     With `counts`, returns (kept indices, how many records each kept one stands for).
     """
     s, e = sub_s[idx], sub_e[idx]
-    short = np.flatnonzero(e - s <= 64)
+    short = np.flatnonzero(e - s <= SHORT_RECORD)
     if short.size < 2:
         return (idx, np.ones(idx.size, dtype=np.int64)) if counts else idx
-    words8 = np.ndarray((len(buf) - 8,), dtype="<u8", buffer=buf, strides=(1,))
-    ss, ee = s[short], e[short]
-    words = [words8[ss + 8 * k] for k in range(4)] + [words8[np.maximum(ee - 32, 0) + 8 * k]
-                                                       for k in range(4)]
-    length = (ee - ss).astype(np.uint64)
-    h = length
-    for k, w in enumerate(words):
-        h = h ^ (w * _MIX[k % 4] + np.uint64(k))
-    c, uniq = factorize(h)
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    ss = s[short]
+    length = e[short] - ss
+    words = [protobuf.span_word(arr, ss, length, k) for k in range(SHORT_RECORD // 8)]
+    h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for k, w in enumerate(words):  # each word in its own lane of the mix: no two cancel out
+        h ^= w
+        h *= _MIX[k]
+        h ^= h >> np.uint64(29)
+    c, uniq = protobuf.few_codes(h) or factorize(h)
     last = np.full(len(uniq), -1, dtype=np.int64)
     np.maximum.at(last, c, np.arange(c.size))
     rep = last[c]
     exact = length == length[rep]
     for w in words:
         exact &= w == w[rep]
-    if not exact.all():  # a hash collision: keep everything
-        return (idx, np.ones(idx.size, dtype=np.int64)) if counts else idx
     drop = np.zeros(idx.size, dtype=bool)
-    drop[short[rep != np.arange(c.size)]] = True
+    drop[short[exact & (rep != np.arange(c.size))]] = True
     if not counts:
         return idx[~drop]
     copies = np.ones(idx.size, dtype=np.int64)
-    copies[short] = np.bincount(c, minlength=len(uniq))[c]  # the last copy stands for them all
+    stands = np.bincount(c[exact], minlength=len(uniq))  # the last copy stands for its repeats
+    at_rep = exact & (rep == np.arange(c.size))
+    copies[short[at_rep]] = stands[c[at_rep]]
     return idx[~drop], copies[~drop]

@@ -425,7 +425,7 @@ def columns(
 _BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 
 
-def _word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) -> np.ndarray:
+def span_word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) -> np.ndarray:
     """Bytes 8j..8j+7 of each span as one little-endian uint64, zero past the span's end.
 
     From two aligned 8-byte gathers shifted together where `buf` is 8-byte aligned (numpy's
@@ -434,7 +434,7 @@ def _word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) -> n
     if size < 8:
         padded = np.zeros(8, np.uint8)
         padded[:size] = buf
-        return _word(padded, starts, lengths, j)
+        return span_word(padded, starts, lengths, j)
     p = starts + 8 * j if j else starts
     if not len(p):
         return np.zeros(0, np.uint64)
@@ -457,7 +457,7 @@ def _word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) -> n
     return w
 
 
-def _few_codes(h: np.ndarray, sample: int = 4096) -> tuple[np.ndarray, np.ndarray] | None:
+def few_codes(h: np.ndarray, sample: int = 4096) -> tuple[np.ndarray, np.ndarray] | None:
     """factorize for hashes of a few distinct strings (a run's tags): the distinct values of a
     spread-out sample, then a binary search of every hash among them — no sort of all of them.
     Values the sample missed (a key logged now and then) are added from the misses alone. None
@@ -496,13 +496,13 @@ def factorize_spans(
     n = len(starts)
     if n == 0:
         return np.empty(0, np.int64), []
-    first_w = _word(buf, starts, lengths, 0)
+    first_w = span_word(buf, starts, lengths, 0)
     tail = np.maximum(lengths - 8, 0)
-    last_w = np.where(lengths > 8, _word(buf, starts + tail, lengths - tail, 0), np.uint64(0))
+    last_w = np.where(lengths > 8, span_word(buf, starts + tail, lengths - tail, 0), np.uint64(0))
     h = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     for w in (first_w, last_w):
         h ^= w + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
-    codes, uniq = _few_codes(h) or factorize(h)
+    codes, uniq = few_codes(h) or factorize(h)
     codes = codes.astype(np.int64)
     first = np.empty(len(uniq), np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)  # last write wins: the first occurrence
@@ -511,8 +511,8 @@ def factorize_spans(
     long = np.flatnonzero(lengths > 16)
     if len(long):
         for j in range(1, (int(lengths[long].max()) - 1) // 8):
-            w = _word(buf, starts[long], lengths[long], j)
-            same[long] &= w == _word(buf, starts[rep[long]], lengths[rep[long]], j)
+            w = span_word(buf, starts[long], lengths[long], j)
+            same[long] &= w == span_word(buf, starts[rep[long]], lengths[rep[long]], j)
     if not same.all():  # a hash collision: group exactly
         raw = [bytes(buf[s : s + k]) for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)]
         codes, _ = factorize(np.array(raw, dtype=object))

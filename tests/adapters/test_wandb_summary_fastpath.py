@@ -468,3 +468,39 @@ def test_ls_on_a_wandb_log_never_imports_pandas(current_log):
             "print(sorted(m for m in ('pandas', 'wandb', 'google.protobuf') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_repeated_summary_records_are_dropped_even_where_their_hash_meets(monkeypatch):
+    """Only a later byte-identical record lets an earlier one go. Records of one length that
+    differ only in their middle bytes (`best_loss` values of 32-byte records: the hash used to
+    give such pairs one value, and then every record was kept) are told apart; repeats go."""
+    recs = [b"\n\x1e\n\tbest_loss\x82\x01\x10" + f"{v:.14f}".encode()[:16] for v in (1.2095327573010, 0.2746187814546)]
+    assert len({len(r) for r in recs}) == 1
+    small = b"\n\x0f\n\x08_runtime\x82\x01\x0259"
+    order = [0, 1, 2, 0, 2, 1, 2, 0]  # 2 is `small`
+    pieces = [recs[0], recs[1], small]
+    buf = b"".join(pieces[i] for i in order) + bytes(64)
+    lens = np.array([len(pieces[i]) for i in order])
+    s = np.cumsum(lens) - lens
+    e = s + lens
+    keep, copies = vector.last_of_repeats(buf, np.arange(len(order)), s, e, counts=True)
+    assert keep.tolist() == [5, 6, 7]  # the last copy of each distinct record, in log order
+    assert copies.tolist() == [2, 3, 3]
+
+
+def test_the_current_writers_runtime_records_are_dropped_as_repeats(current_log, monkeypatch):
+    """wandb-core rewrites `_wandb.runtime` after every row: all but the last copy of each value
+    are dropped before the fold walks the summary records."""
+    seen = []
+    real = datastore.last_of_repeats
+
+    def spy(buf, idx, s, e, **kw):
+        got = real(buf, idx, s, e, **kw)
+        seen.append((idx.size, int(np.count_nonzero(e[idx] - s[idx] <= vector.SHORT_RECORD)), got[0].size))
+        return got
+
+    monkeypatch.setattr(datastore, "last_of_repeats", spy)
+    log = read_log(current_log["log"], history=False)
+    (total, short, kept), = seen
+    assert short > 100 and kept <= total - short // 2
+    assert log.summary_updates[("flag",)] == b"true"

@@ -115,7 +115,7 @@ def test_factorize_spans_sees_a_value_the_sample_missed():
 
 @pytest.mark.parametrize("shift", [0, 1, 3, 8])
 def test_span_words_equal_the_bytes_on_aligned_and_unaligned_buffers(shift):
-    """`_word` reads spans' 8-byte words from aligned gathers when the buffer allows it, else
+    """`span_word` reads spans' 8-byte words from aligned gathers when the buffer allows it, else
     from an unaligned view (a buffer that starts mid-word, spans at its very end): the same
     little-endian words, zero past each span's end, either way."""
     rng = np.random.default_rng(shift)
@@ -125,7 +125,7 @@ def test_span_words_equal_the_bytes_on_aligned_and_unaligned_buffers(shift):
     starts[:3], lengths[:3] = len(raw) - np.array([1, 8, 20]), np.array([1, 8, 20])
     data = raw.tobytes()
     for j in range(3):
-        got = pb._word(raw, starts, lengths, j)
+        got = pb.span_word(raw, starts, lengths, j)
         want = [int.from_bytes(data[s + 8 * j : s + min(8 * j + 8, int(n))], "little") if n > 8 * j else 0
                 for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
         assert got.tolist() == want
