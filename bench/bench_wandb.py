@@ -232,8 +232,10 @@ def verdict(ratio: float, goal: float | None) -> str:
 
 
 # the whole-process read that matches leet's: a fresh interpreter, every point, the summary folded
+# (every key's points through the columns API, as ls reads them; `history()` would add pandas)
 FULL_READ = ("from rundiff_core.resolve import load_run; run = load_run({run_dir!r}); "
-             "assert len(run.history()); run.summary")
+             "assert sum(len(run.series(k)[0]) for k in run.metric_keys()) == run.n_points() > 0; "
+             "assert run.summary")
 
 
 def bench_log(label: str, run_dir: str, repeat: int, *, goal: float | None,

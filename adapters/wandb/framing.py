@@ -138,13 +138,13 @@ def frame(raw: bytearray, n: int, *, crc: bool = True) -> Framed:
         order = np.empty(cpos.size, dtype=np.int64)
         order[first[blk] + step_no] = np.arange(cpos.size)
         cpos = cpos[order]
-    clen = arr[cpos + 4].astype(np.int64) | (arr[cpos + 5].astype(np.int64) << 8)
+    # each header's fields in one gather apiece (unaligned little-endian views of the bytes)
+    clen = np.ndarray((n - 5,), dtype="<u2", buffer=data, offset=4, strides=(1,))[cpos].astype(np.int64)
     cend = cpos + CHUNK_HEADER + clen
     ckind = arr[cpos + 6]
     if crc:
         got = chunk_crcs(memoryview(data), cpos, cend)
-        want = (arr[cpos].astype(np.uint32) | (arr[cpos + 1].astype(np.uint32) << 8)
-                | (arr[cpos + 2].astype(np.uint32) << 16) | (arr[cpos + 3].astype(np.uint32) << 24))
+        want = np.ndarray((n - 3,), dtype="<u4", buffer=data, strides=(1,))[cpos]
         if not np.array_equal(got, want):
             return _frame_carefully(raw, n)
     # records: FULL chunks as they are; FIRST … LAST joined after the file
