@@ -106,7 +106,8 @@ WALK_CHUNK = 1 << 14  # records walked at once: the walk's temporaries stay in c
 
 def walk_keys(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history: bool,
               chunk: int | None = None):
-    """`walk` plus the items' keys factorized: (items, step, flagged, key codes, raw keys).
+    """`walk` plus the items' keys factorized: (items, step, flagged, key codes, raw keys); the
+    items keep their record, field and value span (`rec`, `j`, `vs`, `ve`).
 
     The same result as one `walk` over all records and one `protobuf.factorize_spans` of its key
     spans — keys coded in order of first appearance in the walk's order (field j of every record,
@@ -119,7 +120,7 @@ def walk_keys(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history:
     if n <= chunk:
         items, step, flagged = walk(arr, starts, ends, history=history)
         codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
-        return items, step, flagged, codes, keys
+        return _coded(items, history), step, flagged, codes, keys
     gid: dict[bytes, int] = {}
     raw: list[bytes] = []
     first: list[int] = []  # per key: its first position in the one-walk order, j * n + record
@@ -143,7 +144,7 @@ def walk_keys(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history:
                     first[g] = at
                 remap[c] = g
             gcodes.append(remap[codes])
-        parts.append(items)
+        parts.append(_coded(items, history))
         steps.append(step)
         flags.append(flagged)
     items = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -152,6 +153,13 @@ def walk_keys(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history:
     rank[order] = np.arange(len(raw))
     codes = rank[np.concatenate(gcodes)] if gcodes else np.empty(0, dtype=np.int64)
     return items, np.concatenate(steps), np.concatenate(flags), codes, [raw[i] for i in order.tolist()]
+
+
+def _coded(items: dict[str, np.ndarray], history: bool) -> dict[str, np.ndarray]:
+    """The item columns a coded walk keeps: the key spans are the codes now (and a history item
+    is never a removal), so a big log's walk holds four columns of its millions of items, not
+    seven."""
+    return {k: items[k] for k in ("rec", "j", "vs", "ve") + (() if history else ("rm",))}
 
 
 def item_shapes(arr: np.ndarray, bb: np.ndarray, fe: np.ndarray, keyonly: np.ndarray | None = None):
