@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "read_jsonl": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
     "read_flat_jsonl": "parsing.jsonl_numeric",
+    "number_spans": "parsing.jsonl_numeric",  # JSON number tokens at byte spans, in bulk
+    "NUMBER_SPAN_PAD": "parsing.jsonl_numeric",
     "step_notes": "parsing.fidelity",
     # what a trajectory importer fills
     "TaskRecord": "trajectories.model",
@@ -183,6 +185,8 @@ __all__ = [
     "protobuf",
     "read_jsonl",
     "read_flat_jsonl",
+    "number_spans",
+    "NUMBER_SPAN_PAD",
     "redact_text",
     "seed_folder_siblings",
     "seed_from_config",
@@ -262,7 +266,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.codes import factorize
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
-    from .parsing.jsonl_numeric import FlatJsonl, read_flat_jsonl
+    from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly

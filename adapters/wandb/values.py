@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rundiff_core.parsing.jsonl_numeric import SPAN_PAD, number_spans
+from rundiff_core import NUMBER_SPAN_PAD, number_spans
 
 
 def loads(raw: bytes | None) -> Any:
@@ -57,7 +57,7 @@ def parse_spans(arr: np.ndarray, buf, vs: np.ndarray, ve: np.ndarray
     last = len(arr) - 1
     cand = np.isin(arr[np.minimum(vs, last)], _NUMERIC_FIRST) & (ve > vs) & (ve - vs < 64)
     ci = np.flatnonzero(cand)
-    if ci.size and int(ve[ci].max()) + SPAN_PAD <= len(arr):
+    if ci.size and int(ve[ci].max()) + NUMBER_SPAN_PAD <= len(arr):
         got, parsed = number_spans(arr, vs[ci], ve[ci])
         out[ci[parsed]] = got[parsed]
         ok[ci[parsed]] = True

@@ -566,7 +566,7 @@ class _Matcher:
         good[rows[ok]] = True
 
 
-SPAN_PAD = 32  # readable bytes `number_spans` needs past every span's end
+NUMBER_SPAN_PAD = 32  # readable bytes `number_spans` needs past every span's end
 
 
 def number_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
@@ -575,15 +575,15 @@ def number_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
     `json.loads` gives (NaN and ±Infinity too), except that `-0` stays a negative zero as
     `float()` has it. `parsed` is False where the span is no JSON number (the caller decides what
     else it may be). The spans' numbers are parsed as the journal's are, by SWAR passes over
-    8-byte words, `_Matcher.CHUNK` spans at a time; `buf` must hold `SPAN_PAD` bytes past every
+    8-byte words, `_Matcher.CHUNK` spans at a time; `buf` must hold `NUMBER_SPAN_PAD` bytes past every
     span's end."""
     n = len(starts)
     value = np.full(n, np.nan)
     parsed = np.zeros(n, dtype=bool)
     if not n:
         return value, parsed
-    if int(ends.max()) + SPAN_PAD > len(buf):
-        raise ValueError("number_spans needs SPAN_PAD readable bytes past every span")
+    if int(ends.max()) + NUMBER_SPAN_PAD > len(buf):
+        raise ValueError("number_spans needs NUMBER_SPAN_PAD readable bytes past every span")
     m = _Matcher(buf, starts, ends, pad=1)
     words = m.words
     step = _Matcher.CHUNK
