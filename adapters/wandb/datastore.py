@@ -143,25 +143,11 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
     buf, starts, ends = framed.buf, framed.starts, framed.ends
     arr = np.frombuffer(buf, dtype=np.uint8)
     n = len(starts)
-    # the record's type: its first field after an optional `num`
-    kind = np.zeros(n, dtype=np.int64)  # 2 history, 3 summary, 0 other
-    sub_s = np.zeros(n, dtype=np.int64)
-    sub_e = np.zeros(n, dtype=np.int64)
     if vector and n:
-        p = starts.copy()
-        has_num = arr[p] == 0x08
-        if has_num.any():
-            q = p[has_num] + 1
-            _val, width, ok = protobuf.read_varints(arr, q, ends[has_num])
-            p[has_num] = np.where(ok, q + width, ends[has_num])
-        p = _skip_passive(arr, p, ends)
-        tag = arr[np.minimum(p, len(arr) - 1)]
-        cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
-        length, body, bad = protobuf.read_lengths(arr, p + 1)
-        cand &= ~bad & (body + length <= ends)
-        kind[cand] = tag[cand] >> 3
-        sub_s[cand] = body[cand]
-        sub_e[cand] = body[cand] + length[cand]
+        kind, sub_s, sub_e = _record_types(arr, starts, ends)
+    else:
+        kind = np.zeros(n, dtype=np.int8)
+        sub_s, sub_e = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     hist_idx = np.flatnonzero(kind == R_HISTORY)
     summ_idx = np.flatnonzero(kind == R_SUMMARY)
     counts: dict[int, int] = {}
@@ -182,6 +168,32 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
     counts[R_HISTORY] = len(hist_idx) + len(py_history)
     counts[R_SUMMARY] = len(summary_spans) + len(summ_idx)
     log.record_counts = {RECORD_NAMES.get(k, str(k)): v for k, v in sorted(counts.items()) if v}
+
+
+def _record_types(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each record's type — its first field after an optional `num` and the passive fields:
+    2 history, 3 summary, 0 anything else (decoded one by one) — and that field's payload span.
+    A function of its own, so that its temporaries (tens of MB on a big log) go before the walks."""
+    n = len(starts)
+    kind = np.zeros(n, dtype=np.int8)
+    sub_s = np.zeros(n, dtype=np.int64)
+    sub_e = np.zeros(n, dtype=np.int64)
+    p = starts.copy()
+    has_num = arr[p] == 0x08
+    if has_num.any():
+        q = p[has_num] + 1
+        _val, width, ok = protobuf.read_varints(arr, q, ends[has_num])
+        p[has_num] = np.where(ok, q + width, ends[has_num])
+    p = _skip_passive(arr, p, ends)
+    tag = arr[np.minimum(p, len(arr) - 1)]
+    cand = ((tag == 0x12) | (tag == 0x1A)) & (p < ends)
+    length, body, bad = protobuf.read_lengths(arr, p + 1)
+    cand &= ~bad & (body + length <= ends)
+    kind[cand] = tag[cand] >> 3
+    sub_s[cand] = body[cand]
+    sub_e[cand] = body[cand] + length[cand]
+    return kind, sub_s, sub_e
 
 
 PREFAULT_ABOVE = 1 << 20  # bytes: larger read buffers are mapped with their pages made up front
@@ -357,8 +369,13 @@ def _history_columns(buf, arr: np.ndarray, hist_idx: np.ndarray, sub_s: np.ndarr
         marker[offsets[item_row[idx]] + item_j[idx]] = idx
         idx = marker[marker >= 0]
     is_vec = idx < n_vec_items
+    sel_code = item_code[idx]
+    sel_row = item_row[idx]
     if is_vec.all():
-        values, ok, others = parse_spans(arr, buf, items["vs"][idx], items["ve"][idx])
+        vs, ve = items["vs"][idx], items["ve"][idx]
+        del items, item_code, item_row, item_j, need  # millions of items: let go before parsing
+        values, ok, others = parse_spans(arr, buf, vs, ve)
+        del vs, ve
     else:
         values = np.empty(idx.size)
         ok = np.empty(idx.size, dtype=bool)
@@ -367,8 +384,6 @@ def _history_columns(buf, arr: np.ndarray, hist_idx: np.ndarray, sub_s: np.ndarr
         v2, o2, x2 = numeric_values([py_vals[i - n_vec_items] for i in idx[ppos].tolist()])
         values[vpos], ok[vpos], values[ppos], ok[ppos] = v1, o1, v2, o2
         others = [(int(vpos[i]), k) for i, k in x1] + [(int(ppos[i]), k) for i, k in x2]
-    sel_code = item_code[idx]
-    sel_row = item_row[idx]
     wall = np.full(rows, np.nan)
     m = (sel_code == ts_code) & ok
     wall[sel_row[m]] = values[m]

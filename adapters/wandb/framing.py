@@ -66,11 +66,20 @@ class Framed:
     file_size: int = 0  # when clean: spans ending at or before it are offsets into the file itself
 
 
+CRC_BATCH = 1 << 16  # chunks per batch: their offsets as Python ints are made, used and let go
+
+
 def chunk_crcs(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> np.ndarray:
-    """The CRC-32 of each chunk's type + data (one C call per chunk)."""
-    return np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, (cpos + 6).tolist(),
-                                                                  cend.tolist()))),
-                       dtype=np.uint32, count=cpos.size)
+    """The CRC-32 of each chunk's type + data (one C call per chunk), a batch of chunks at a time:
+    the offsets of a million chunks as Python ints would be ~70 MB of fresh memory at once."""
+    out = np.empty(cpos.size, dtype=np.uint32)
+    crc, piece = zlib.crc32, data.__getitem__
+    for lo in range(0, cpos.size, CRC_BATCH):
+        a = (cpos[lo : lo + CRC_BATCH] + 6).tolist()
+        b = cend[lo : lo + CRC_BATCH].tolist()
+        out[lo : lo + len(a)] = np.fromiter(map(crc, map(piece, map(slice, a, b))), dtype=np.uint32,
+                                            count=len(a))
+    return out
 
 
 def frame(raw: bytearray, n: int, *, crc: bool = True) -> Framed:

@@ -147,11 +147,17 @@ def walk_keys(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, *, history:
         parts.append(_coded(items, history))
         steps.append(step)
         flags.append(flagged)
-    items = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    items = {}
+    for k in list(parts[0]):  # column by column, each chunk's copy let go once joined
+        items[k] = np.concatenate([p.pop(k) for p in parts])
     order = np.argsort(np.asarray(first, dtype=np.int64), kind="stable")
     rank = np.empty(len(raw), dtype=np.int64)
     rank[order] = np.arange(len(raw))
-    codes = rank[np.concatenate(gcodes)] if gcodes else np.empty(0, dtype=np.int64)
+    codes = np.empty(0, dtype=np.int64)
+    if gcodes:
+        codes = np.concatenate(gcodes)
+        del gcodes[:]
+        codes = rank[codes]
     return items, np.concatenate(steps), np.concatenate(flags), codes, [raw[i] for i in order.tolist()]
 
 
