@@ -17,14 +17,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from rundiff_core import (
+    HistoryColumns,
     InputError,
     MissingDependencyError,
     RundiffError,
-    empty_history,
-    make_history,
 )
 
 from .records import (
@@ -208,7 +206,8 @@ class ClientReader:
         return RunDetails(dict(data.params), dict(data.tags), latest)
 
     # -- history --------------------------------------------------------------------------------
-    def history(self, rec: RunRecord, keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[str]]:
+    def history(self, rec: RunRecord, keys: Sequence[str] | None
+                ) -> tuple[HistoryColumns, list[str]]:
         names = sorted(rec.handle.data.metrics) if keys is None else sorted(set(keys))
         steps, values, stamps, counts, used = [], [], [], [], []
         with self._errors(f"reading the history of run {rec.run_id}"):
@@ -222,13 +221,12 @@ class ClientReader:
                 counts.append(len(points))
                 used.append(key)
         if not used:
-            return empty_history(), []
+            return HistoryColumns.empty(), []
         value = np.concatenate(values)
         notes = []
         restored = restore_inf(value)
         if restored:
             notes.append(inf_note(restored, "tracking store behind the client"))
         codes = np.repeat(np.arange(len(used), dtype=np.int32), counts)
-        frame = make_history(np.concatenate(steps), pd.Categorical.from_codes(codes, used), value,
-                             np.concatenate(stamps) / 1000.0)
-        return frame, notes
+        return HistoryColumns(np.concatenate(steps), codes, used, value,
+                              np.concatenate(stamps) / 1000.0), notes

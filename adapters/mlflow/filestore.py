@@ -7,33 +7,28 @@ one `timestamp value step` line per logged point (older MLflow: `timestamp value
 URIs in meta.yaml are carried as text and never followed, so a store copied from Windows or
 another machine reads the same.
 
-All metric files of a run are concatenated and parsed by one vectorised CSV parse (pyarrow), the
-key column built from per-file line counts; a file the fast path cannot take is parsed line by
-line and its bad lines are skipped and counted.
+All metric files of a run are read into one buffer and parsed by numpy (`metricfile`: no pandas,
+no pyarrow, the points exactly as MLflow's own reader gives them) into history columns; a line
+the vector path cannot take is parsed as text, and a bad one is skipped and counted. A meta.yaml
+as MLflow writes it (`key: value` lines of ids, numbers, names and URIs) is read by a strict
+line reader (`_meta_fast`) that gives what the YAML loader gives; any other shape goes to the
+YAML loader.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
+import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import yaml
 
-from rundiff_core import (
-    InputError,
-    YamlRefused,
-    empty_history,
-    load_yaml_plain,
-    make_history,
-)
+from rundiff_core import HistoryColumns, InputError
 
 from .layout import RESERVED_IN_EXPERIMENT, TRASH
+from .metricfile import parse_line, read_metric_files
 from .records import (
     RUN_NAME_TAG,
     ExperimentRecord,
@@ -42,13 +37,9 @@ from .records import (
     status_name,
 )
 
-_READ = pacsv.ReadOptions(column_names=["ts", "value", "step"], block_size=1 << 24)
-_PARSE = pacsv.ParseOptions(delimiter=" ", quote_char=False)
-# no null spellings: "nan"/"inf"/"-inf" parse as floats, an empty field is an error (slow path)
-_CONVERT = pacsv.ConvertOptions(
-    column_types={"ts": pa.int64(), "value": pa.float64(), "step": pa.int64()},
-    null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
-)
+if TYPE_CHECKING:
+    import pandas as pd
+
 TAIL_BYTES = 1024
 
 
@@ -64,6 +55,13 @@ def _read_meta(folder: str) -> tuple[dict | None, str | None]:
     text = _read_text(os.path.join(folder, "meta.yaml"))
     if text is None:
         return None, "meta.yaml missing or unreadable"
+    data = _meta_fast(text)
+    if data is not None:
+        return data, None
+    import yaml
+
+    from rundiff_core import YamlRefused, load_yaml_plain
+
     try:
         data = load_yaml_plain(text, "meta.yaml")
     except YamlRefused as exc:
@@ -73,6 +71,57 @@ def _read_meta(folder: str) -> tuple[dict | None, str | None]:
     if not isinstance(data, dict):
         return None, "meta.yaml is not a mapping"
     return data, None
+
+
+_META_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?")
+_INT = re.compile(r"0|-?[1-9][0-9]*")
+_PLAIN = re.compile(r"[A-Za-z/][A-Za-z0-9_./:@%+=~-]*")  # names, paths, URIs
+_HEX = re.compile(r"[0-9][0-9a-f]*[a-f][0-9a-f]*")  # run ids
+_BINARY = re.compile(r"0b[01]+")  # a YAML 1.1 int
+_QUOTED = re.compile(r"'([^'\n]*)'")
+_CONSTANTS: dict[str, Any] = {"null": None, "Null": None, "NULL": None, "~": None,
+                              "true": True, "True": True, "TRUE": True,
+                              "false": False, "False": False, "FALSE": False,
+                              "[]": [], "{}": {}}
+# plain words YAML 1.1 reads as something else than text: left to the YAML loader
+_YAML_WORDS = frozenset({"yes", "no", "on", "off", "y", "n", "true", "false", "null"})
+
+
+def _meta_fast(text: str) -> dict[str, Any] | None:
+    """meta.yaml as MLflow writes it (yaml.safe_dump of a flat mapping): one `key: value` line
+    each, values of the few shapes below. The same dict as the YAML loader gives, or None when
+    any line is of another shape (then the loader reads it)."""
+    if "\r" in text or "\t" in text or len(text) > 65536:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out: dict[str, Any] = {}
+    for line in lines:
+        m = _META_LINE.fullmatch(line) if line.isascii() and line.isprintable() else None
+        if m is None:
+            return None
+        key, raw = m.group(1), m.group(2)
+        if key in out or key.lower() in _YAML_WORDS:
+            return None
+        if raw is None:
+            value: Any = None
+        elif raw in _CONSTANTS:
+            value = _CONSTANTS[raw]
+            value = list(value) if isinstance(value, list) else \
+                dict(value) if isinstance(value, dict) else value
+        elif _INT.fullmatch(raw):
+            value = int(raw)
+        elif (q := _QUOTED.fullmatch(raw)) is not None:
+            value = q.group(1)
+        elif _PLAIN.fullmatch(raw) and raw.lower() not in _YAML_WORDS and not raw.endswith(":"):
+            value = raw
+        elif _HEX.fullmatch(raw) and not _BINARY.fullmatch(raw):
+            value = raw
+        else:
+            return None
+        out[key] = value
+    return out or None
 
 
 def _walk_files(folder: str) -> list[tuple[str, str]]:
@@ -185,109 +234,79 @@ class FileStoreReader:
         folder = rec.handle
         params = {k: _read_text(p) or "" for k, p in _walk_files(os.path.join(folder, "params"))}
         tags = {k: _read_text(p) or "" for k, p in _walk_files(os.path.join(folder, "tags"))}
-        latest: dict[str, float] = {}
-        for key, path in _walk_files(os.path.join(folder, "metrics")):
-            value = _latest_from_tail(path)
-            if value is not None:
-                latest[key] = value
-        return RunDetails(params, tags, latest)
+        return RunDetails(params, tags, {}, latest_loader=lambda: _latest(folder))
 
     # -- history --------------------------------------------------------------------------------
-    def history(self, rec: RunRecord, keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[str]]:
+    def history(self, rec: RunRecord, keys: Sequence[str] | None) -> tuple[HistoryColumns, list[str]]:
         files = _walk_files(os.path.join(rec.handle, "metrics"))
         if keys is not None:
             wanted = set(keys)
             files = [(k, p) for k, p in files if k in wanted]
         if not files:
-            return empty_history(), []
-        notes: list[str] = []
-        blobs, names, counts = [], [], []
-        slow: list[tuple[str, bytes]] = []
-        for key, path in files:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                raise InputError(f"cannot read metric file {path}: {exc.strerror}") from exc
-            if data and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                notes.append(f"{key}: incomplete last line skipped (the file does not end with a "
-                             "newline; a write was cut short)")
-                data = data[:cut]
-            if not data:
-                continue
-            blobs.append(data)
-            names.append(key)
-            counts.append(data.count(b"\n"))
-        parts: list[pd.DataFrame] = []
-        if blobs:
-            try:
-                parts.append(_parse_concatenated(blobs, names, counts))
-            except (pa.ArrowInvalid, ValueError):  # find the file(s) the fast path cannot take
-                for key, data, count in zip(names, blobs, counts, strict=True):
-                    try:
-                        parts.append(_parse_concatenated([data], [key], [count]))
-                    except (pa.ArrowInvalid, ValueError):
-                        slow.append((key, data))
-        for key, data in slow:
-            frame, bad = _parse_slow(key, data)
-            if bad:
-                notes.append(f"{key}: {bad} malformed line(s) skipped")
-            parts.append(frame)
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return empty_history(), notes
-        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-        if len(parts) > 1:  # keys in name order, each key's points in file order
-            order = np.argsort(frame["key"].astype(str).to_numpy(), kind="stable")
-            frame = frame.iloc[order].reset_index(drop=True)
-        return frame, notes
+            return HistoryColumns.empty(), []
+        try:
+            got = read_metric_files([p for _k, p in files])
+        except OSError as exc:
+            where = exc.filename or os.path.join(rec.handle, "metrics")
+            raise InputError(f"cannot read metric file {where}: {exc.strerror}") from exc
+        names = [k for k, _p in files]
+        notes = [f"{key}: incomplete last line skipped (the file does not end with a newline; a "
+                 "write was cut short)" for key, cut in zip(names, got.truncated, strict=True) if cut]
+        notes += [f"{key}: {bad} malformed line(s) skipped"
+                  for key, bad in zip(names, got.bad, strict=True) if bad]
+        return _columns(got.code, names, got.step, got.value, got.wall), notes
 
 
+def _columns(code: np.ndarray, names: list[str], step: np.ndarray, value: np.ndarray,
+             wall: np.ndarray) -> HistoryColumns:
+    """History columns keyed by the names of the files that gave points (in name order)."""
+    if not len(code):
+        return HistoryColumns.empty()
+    used = np.flatnonzero(np.bincount(code, minlength=len(names)))
+    if len(used) < len(names):
+        remap = np.full(len(names), -1, dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        code = remap[code]
+        names = [names[i] for i in used.tolist()]
+    return HistoryColumns(step, code.astype(np.int32, copy=False), names, value, wall)
+
+
+# The parsers as frames, for tests/core/test_parsers_hostile.py (the reader uses columns).
 def _parse_concatenated(blobs: list[bytes], names: list[str], counts: list[int]) -> pd.DataFrame:
-    """One vectorised parse of every metric file of a run; raises when a line is not 3 fields."""
-    table = pacsv.read_csv(io.BytesIO(b"".join(blobs)), read_options=_READ, parse_options=_PARSE,
-                           convert_options=_CONVERT)
-    if table.num_rows != sum(counts):  # blank lines or a lone CR: let the line parser decide
-        raise ValueError("line count mismatch")
-    codes = np.repeat(np.arange(len(names), dtype=np.int32), counts)
-    return make_history(
-        step=table.column("step").to_numpy().astype("float64"),
-        key=pd.Categorical.from_codes(codes, categories=list(names)),
-        value=table.column("value").to_numpy(),
-        wall_time=table.column("ts").to_numpy().astype("float64") / 1000.0,
-    )
+    """The vector parse of metric files' bytes; ValueError when a line is malformed."""
+    from .metricfile import parse_metric_bytes
 
-
-def _parse_line(line: str) -> tuple[float, float, float] | None:
-    parts = line.split(" ")
-    if len(parts) not in (2, 3, 5):  # MLflow's own reader accepts exactly these
-        return None
-    try:
-        ts = int(parts[0])
-        value = float(parts[1])
-        step = int(parts[2]) if len(parts) >= 3 else 0  # MLflow: no step field means step 0
-    except ValueError:
-        return None
-    return float(step), value, ts / 1000.0
+    got = parse_metric_bytes(blobs)
+    if any(got.bad) or any(got.truncated):
+        raise ValueError("malformed metric lines")
+    return _columns(got.code, list(names), got.step, got.value, got.wall).to_frame()
 
 
 def _parse_slow(key: str, data: bytes) -> tuple[pd.DataFrame, int]:
-    """Line by line: 2, 3 and 5-field lines; anything else skipped and counted."""
+    """Line by line with parse_line (MLflow's reader): bad lines skipped and counted."""
     rows, bad = [], 0
     for raw in data.decode("utf-8", errors="replace").splitlines():
         line = raw.strip()
         if not line:
             continue
-        parsed = _parse_line(line)
+        parsed = parse_line(line)
         if parsed is None:
             bad += 1
         else:
             rows.append(parsed)
-    if not rows:
-        return empty_history(), bad
-    step, value, wall = zip(*rows, strict=True)
-    return make_history(step, [key] * len(step), value, wall), bad
+    arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    return _columns(np.zeros(len(arr), dtype=np.int32), [key], arr[:, 0].copy(), arr[:, 1].copy(),
+                    arr[:, 2].copy()).to_frame(), bad
+
+
+def _latest(folder: str) -> dict[str, float]:
+    """MLflow's latest value of every metric of the run folder, each from its file's tail."""
+    latest: dict[str, float] = {}
+    for key, path in _walk_files(os.path.join(folder, "metrics")):
+        value = _latest_from_tail(path)
+        if value is not None:
+            latest[key] = value
+    return latest
 
 
 def _latest_from_tail(path: str) -> float | None:
@@ -306,7 +325,7 @@ def _latest_from_tail(path: str) -> float | None:
         lines = lines[1:]  # the first line of a tail may be partial
     best: tuple[float, float, float] | None = None
     for line in lines:
-        parsed = _parse_line(line.strip()) if line.strip() else None
+        parsed = parse_line(line.strip()) if line.strip() else None
         if parsed is None:
             continue
         step, value, wall = parsed

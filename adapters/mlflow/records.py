@@ -8,11 +8,16 @@ status mapping, param coercion, restoring ±inf, describing duplicate steps.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rundiff_core import HistoryColumns
 
 # SqlAlchemyStore.sanitize_metric_value: ±inf is stored as ±(largest float64)
 FLOAT_MAX = float(np.finfo("float64").max)
@@ -63,6 +68,9 @@ class RunDetails:
     tags: dict[str, str]
     latest: dict[str, float]  # MLflow's "latest" value per key (what its UI shows)
     notes: list[str] = field(default_factory=list)
+    # or, where reading them costs a file per key, how to: the run's summary is then computed
+    # when first read (`ls` and `diff` never read it)
+    latest_loader: Callable[[], dict[str, float]] | None = None
 
 
 def status_name(value: Any) -> str:
@@ -116,40 +124,60 @@ def inf_note(n: int, where: str) -> str:
             "database stores clamp ±inf; a value logged as exactly ±max-float reads as ±inf)")
 
 
-def duplicate_step_note(frame: pd.DataFrame) -> str | None:
-    """Describe points sharing a (key, step) — kept, never merged (vectorised)."""
-    if len(frame) < 2 or _strictly_increasing_per_key(frame):
+def duplicate_step_note(history: HistoryColumns | pd.DataFrame) -> str | None:
+    """Describe points sharing a (key, step) — kept, never merged (numpy, no DataFrame)."""
+    if hasattr(history, "key_codes"):
+        codes, keys, step = history.key_codes, history.keys, history.step
+    else:  # a long frame (a reader of another store)
+        from rundiff_core import HistoryColumns
+
+        cols = HistoryColumns.from_frame(history)
+        codes, keys, step = cols.key_codes, cols.keys, cols.step
+    return duplicate_steps(np.asarray(codes), list(keys), np.asarray(step, dtype=np.float64))
+
+
+def duplicate_steps(codes: np.ndarray, keys: list[str], step: np.ndarray) -> str | None:
+    """The note for points sharing a (key, step): how many repeat an earlier point, the keys
+    with repeats at step 0 (MLflow's step for a metric logged without one) and elsewhere."""
+    if len(step) < 2 or _strictly_increasing_per_key(codes, step):
         return None
-    dup = frame.duplicated(["key", "step"], keep="first")
-    extra = int(dup.sum())
+    order = np.lexsort((step, codes))  # by key, then step (NaN last), logged order kept
+    c, s = codes[order], step[order]
+    nan = np.isnan(s)
+    same = (c[1:] == c[:-1]) & ((s[1:] == s[:-1]) | (nan[1:] & nan[:-1]))
+    extra = int(same.sum())
     if not extra:
         return None
-    d = frame.loc[frame.duplicated(["key", "step"], keep=False), ["key", "step"]]
-    per = d.groupby([d["key"].astype(str), "step"], sort=True).size()
-    zero = per[per.index.get_level_values(1) == 0.0]
+    # groups of equal (key, step) holding more than one point; NaN steps are counted above
+    # but, like pandas' groupby, listed nowhere
+    first = np.flatnonzero(np.concatenate([[True], ~same]))
+    size = np.diff(np.append(first, len(s)))
+    multi = (size > 1) & ~nan[first]
+    g_code, g_step, g_size = c[first[multi]], s[first[multi]], size[multi]
+    names = [str(keys[i]) for i in g_code.tolist()]
+    zero = sorted((n, int(k)) for n, k, st in zip(names, g_size.tolist(), g_step.tolist(),
+                                                  strict=True) if st == 0.0)
     parts = []
-    if len(zero):
-        listed = ", ".join(f"{k}: {n} points" for (k, _s), n in zero.head(5).items())
+    if zero:
+        listed = ", ".join(f"{k}: {n} points" for k, n in zero[:5])
         more = f", +{len(zero) - 5} more keys" if len(zero) > 5 else ""
         parts.append(f"at step 0 ({listed}{more}) — MLflow records a metric logged without "
                      "step= at step 0")
-    other = per[per.index.get_level_values(1) != 0.0]
-    if len(other):
-        keys = sorted(set(other.index.get_level_values(0)))
-        parts.append(f"at other steps in {len(keys)} key(s) ({', '.join(keys[:5])}"
-                     f"{', …' if len(keys) > 5 else ''})")
+    other = sorted({n for n, st in zip(names, g_step.tolist(), strict=True) if st != 0.0})
+    if other:
+        parts.append(f"at other steps in {len(other)} key(s) ({', '.join(other[:5])}"
+                     f"{', …' if len(other) > 5 else ''})")
     return (f"duplicate steps kept: {extra} point(s) share a (key, step) with an earlier point, "
             + "; ".join(parts) + "; all kept in time order")
 
 
-def _strictly_increasing_per_key(frame: pd.DataFrame) -> bool:
-    """The common case, checked in O(n) numpy: each key's points form one block whose steps only
-    go up — then no (key, step) can repeat and the costlier duplicate search is skipped."""
-    key = frame["key"]
-    codes = key.cat.codes.to_numpy() if isinstance(key.dtype, pd.CategoricalDtype) else \
-        pd.factorize(key)[0]
-    step = frame["step"].to_numpy()
+def _strictly_increasing_per_key(codes: np.ndarray, step: np.ndarray) -> bool:
+    """The common case, checked in O(n): each key's points form one block whose steps only go
+    up — then no (key, step) can repeat and the costlier duplicate search is skipped."""
     same = codes[1:] == codes[:-1]
-    if int((~same).sum()) + 1 != len(np.unique(codes)):  # a key split over several blocks
+    blocks = len(codes) - int(np.count_nonzero(same))
+    if blocks != int(np.count_nonzero(np.bincount(codes))):  # a key split over several blocks
         return False
-    return bool(np.all(step[1:][same] > step[:-1][same]))
+    up = step[1:] > step[:-1]
+    up |= ~same
+    return bool(up.all())

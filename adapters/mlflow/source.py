@@ -11,12 +11,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from rundiff_core import (
     Address,
     AddressError,
     BaseSource,
+    HistoryColumns,
     Run,
     RunEvent,
     RunNotFoundError,
@@ -195,7 +194,7 @@ class MlflowSource(BaseSource):
             run_id=rec.run_id,
             adapter="mlflow",
             config=config,
-            summary=dict(details.latest),
+            summary=dict(details.latest),  # or read when first asked for (below)
             status=rundiff_status(rec.status),
             seed=seed_from_config(config),
             git_sha=details.tags.get(GIT_TAG) or None,
@@ -219,15 +218,20 @@ class MlflowSource(BaseSource):
                 "reader": self.reader.kind,
             },
         )
+        if details.latest_loader is not None:
+            loader = details.latest_loader
+            run.defer_summary(lambda: dict(loader()))
         return self.bind(run, ref)
 
-    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    def load_history(self, ref: RunRef, keys: Sequence[str] | None = None) -> HistoryColumns:
+        """The run's points as history columns (no DataFrame: `rundiff ls` never imports pandas
+        for an MLflow store); the reader's notes and any duplicate steps as fidelity notes."""
         rec = self._record(ref)
-        frame, notes = self.reader.history(rec, keys)
-        note = duplicate_step_note(frame)
+        cols, notes = self.reader.history(rec, keys)
+        note = duplicate_step_note(cols)
         if note:
             notes.append(note)
-        frame.attrs["fidelity"] = notes
-        return frame
+        cols.notes = list(cols.notes) + notes
+        return cols
 
 

@@ -15,9 +15,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 
-from rundiff_core import InputError, empty_history, make_history
+from rundiff_core import HistoryColumns, InputError
 
 from .layout import sqlite_ro_uri
 from .records import (
@@ -141,7 +140,8 @@ class SqliteReader:
                           {k: "" if v is None else str(v) for k, v in tags.items()}, latest)
 
     # -- history --------------------------------------------------------------------------------
-    def history(self, rec: RunRecord, keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[str]]:
+    def history(self, rec: RunRecord, keys: Sequence[str] | None
+                ) -> tuple[HistoryColumns, list[str]]:
         if keys is None:
             names = sorted(r[0] for r in self._rows(
                 f"SELECT DISTINCT key FROM metrics{self._by_run} WHERE run_uuid = ?", [rec.run_id]))
@@ -159,7 +159,7 @@ class SqliteReader:
                     arrays.append(rows)
                     used.append(key)
         if not arrays:
-            return empty_history(), []
+            return HistoryColumns.empty(), []
         rows = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
         value = rows["value"].copy()
         value[rows["is_nan"] != 0] = np.nan
@@ -168,10 +168,6 @@ class SqliteReader:
         if restored:
             notes.append(inf_note(restored, "sqlite store"))
         codes = np.repeat(np.arange(len(used), dtype=np.int32), [len(a) for a in arrays])
-        frame = make_history(
-            step=rows["step"].astype("float64"),
-            key=pd.Categorical.from_codes(codes, categories=used),
-            value=value,
-            wall_time=rows["ts"].astype("float64") / 1000.0,
-        )
-        return frame, notes
+        cols = HistoryColumns(rows["step"].astype("float64"), codes, used, value,
+                              rows["ts"].astype("float64") / 1000.0)
+        return cols, notes
