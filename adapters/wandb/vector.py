@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rundiff_core import factorize, protobuf
+from rundiff_core import protobuf
 
 from .wire import text
 
@@ -211,20 +211,17 @@ def span_names(keys: list[bytes]) -> list[tuple[str, ...]]:
     return out
 
 
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-                 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
-                dtype=np.uint64)
 SHORT_RECORD = 64  # bytes: records up to this long are compared for repeats, as 8 words
 
 
 def last_of_repeats(buf: bytes, idx: np.ndarray, sub_s: np.ndarray, sub_e: np.ndarray, *,
                     counts: bool = False):
-    """Drop summary records that a later, byte-identical record repeats (wandb rewrites its
-    `_wandb.runtime` record after every row): a repeat sets the same keys to the same values, so
-    only its last copy can matter. Records of up to 64 bytes are compared exactly (their length
-    and eight words, zero past the end); longer ones are all kept. Records are grouped by a hash
-    of those and each checked against its group's last member: one that differs (a collision) is
-    simply kept.
+    """Drop summary records that the next short record repeats byte for byte (wandb rewrites its
+    `_wandb.runtime` record after every row, with the same value for many rows in a row): a
+    repeat sets the same keys to the same values, so only the last copy of a run of them can
+    matter. Records of up to 64 bytes are compared exactly, as their length and 8-byte words
+    (zero past the end); longer ones are all kept. Only neighbours among the short records are
+    compared — what the writer produces, and no hashing or sorting of a million records.
 
     With `counts`, returns (kept indices, how many records each kept one stands for).
     """
@@ -235,25 +232,16 @@ def last_of_repeats(buf: bytes, idx: np.ndarray, sub_s: np.ndarray, sub_e: np.nd
     arr = np.frombuffer(buf, dtype=np.uint8)
     ss = s[short]
     length = e[short] - ss
-    words = [protobuf.span_word(arr, ss, length, k) for k in range(SHORT_RECORD // 8)]
-    h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    for k, w in enumerate(words):  # each word in its own lane of the mix: no two cancel out
-        h ^= w
-        h *= _MIX[k]
-        h ^= h >> np.uint64(29)
-    c, uniq = protobuf.few_codes(h) or factorize(h)
-    last = np.full(len(uniq), -1, dtype=np.int64)
-    np.maximum.at(last, c, np.arange(c.size))
-    rep = last[c]
-    exact = length == length[rep]
-    for w in words:
-        exact &= w == w[rep]
+    same = length[:-1] == length[1:]  # short record k is short record k + 1 again
+    for k in range((int(length.max()) + 7) // 8):
+        w = protobuf.span_word(arr, ss, length, k)
+        same &= w[:-1] == w[1:]
     drop = np.zeros(idx.size, dtype=bool)
-    drop[short[exact & (rep != np.arange(c.size))]] = True
+    drop[short[:-1][same]] = True
     if not counts:
         return idx[~drop]
     copies = np.ones(idx.size, dtype=np.int64)
-    stands = np.bincount(c[exact], minlength=len(uniq))  # the last copy stands for its repeats
-    at_rep = exact & (rep == np.arange(c.size))
-    copies[short[at_rep]] = stands[c[at_rep]]
+    run = np.concatenate([[0], np.cumsum(~same)])  # runs of repeats among the short records
+    last = np.concatenate([~same, [True]])  # each run's last copy is kept
+    copies[short[last]] = np.bincount(run)
     return idx[~drop], copies[~drop]

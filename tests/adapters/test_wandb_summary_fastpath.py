@@ -470,22 +470,24 @@ def test_ls_on_a_wandb_log_never_imports_pandas(current_log):
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-def test_repeated_summary_records_are_dropped_even_where_their_hash_meets(monkeypatch):
-    """Only a later byte-identical record lets an earlier one go. Records of one length that
-    differ only in their middle bytes (`best_loss` values of 32-byte records: the hash used to
-    give such pairs one value, and then every record was kept) are told apart; repeats go."""
+def test_a_summary_record_goes_only_when_the_next_short_record_repeats_it():
+    """Only a later byte-identical record lets an earlier one go: runs of repeats keep their last
+    copy (standing for the run), and records of one length that differ only in their middle bytes
+    (`best_loss` values of 32-byte records) are told apart."""
     recs = [b"\n\x1e\n\tbest_loss\x82\x01\x10" + f"{v:.14f}".encode()[:16] for v in (1.2095327573010, 0.2746187814546)]
     assert len({len(r) for r in recs}) == 1
     small = b"\n\x0f\n\x08_runtime\x82\x01\x0259"
-    order = [0, 1, 2, 0, 2, 1, 2, 0]  # 2 is `small`
-    pieces = [recs[0], recs[1], small]
+    big = b"\n\x40" + bytes(range(64)) + b"\x82\x01\x011"  # over 64 bytes: never dropped
+    pieces = [recs[0], recs[1], small, big]
+    order = [0, 0, 1, 1, 1, 3, 3, 2, 0, 1, 2, 2]
     buf = b"".join(pieces[i] for i in order) + bytes(64)
     lens = np.array([len(pieces[i]) for i in order])
     s = np.cumsum(lens) - lens
     e = s + lens
     keep, copies = vector.last_of_repeats(buf, np.arange(len(order)), s, e, counts=True)
-    assert keep.tolist() == [5, 6, 7]  # the last copy of each distinct record, in log order
-    assert copies.tolist() == [2, 3, 3]
+    assert keep.tolist() == [1, 4, 5, 6, 7, 8, 9, 11]
+    assert copies.tolist() == [2, 3, 1, 1, 1, 1, 1, 2]
+    assert vector.last_of_repeats(buf, np.arange(len(order)), s, e).tolist() == keep.tolist()
 
 
 def test_the_current_writers_runtime_records_are_dropped_as_repeats(current_log, monkeypatch):
