@@ -382,8 +382,8 @@ def test_the_second_pass_trusts_only_bytes_it_checked(current_log, tmp_path, mon
     first = read_log(str(path), summary=False)
     assert first.verified is not None
     calls = []
-    real = framing.chunk_crcs
-    monkeypatch.setattr(framing, "chunk_crcs", lambda *a: calls.append(1) or real(*a))
+    real = framing.crcs_match
+    monkeypatch.setattr(framing, "crcs_match", lambda *a: calls.append(1) or real(*a))
     trusted = read_log(str(path), history=False, verified=first.verified)
     assert calls == [] and _items(trusted) == _items(read_log(str(path), vector=False))
 
@@ -506,3 +506,85 @@ def test_the_current_writers_runtime_records_are_dropped_as_repeats(current_log,
     (total, short, kept), = seen
     assert short > 100 and kept <= total - short // 2
     assert log.summary_updates[("flag",)] == b"true"
+
+
+# -- chunk CRCs checked a block at a time --------------------------------------------------------
+def _chunks(path: str):
+    """(bytes, chunk positions, chunk ends) of a log as the vector framing found them."""
+    got = {}
+    real = framing.crcs_match
+
+    def spy(data, cpos, cend):
+        got["x"] = (data, cpos, cend)
+        return real(data, cpos, cend)
+
+    data = Path(path).read_bytes()
+    raw = bytearray(data) + bytearray(1 << 20)
+    framing.crcs_match, saved = spy, framing.crcs_match
+    try:
+        assert framing.frame(raw, len(data)).clean
+    finally:
+        framing.crcs_match = saved
+    return got["x"]
+
+
+def _one_by_one(data, cpos, cend) -> bool:
+    want = np.frombuffer(bytes(data), np.uint8)
+    stored = [int.from_bytes(bytes(want[p:p + 4]), "little") for p in cpos.tolist()]
+    return framing.chunk_crcs(data, cpos, cend).tolist() == stored
+
+
+def test_block_crc_check_agrees_with_chunk_by_chunk_on_real_and_current_logs(current_log, realdata):
+    for path in [current_log["log"], _old_writer_log(), *_real_logs(realdata)]:
+        data, cpos, cend = _chunks(path)
+        assert framing.block_crcs_match(data, cpos, cend) is True is _one_by_one(data, cpos, cend), path
+
+
+def test_block_crc_check_fails_on_any_damaged_chunk(current_log):
+    """Any bit flipped in a chunk's type or data, or in its stored CRC, fails its block's check,
+    as it fails the chunk's own; several chunks at once too."""
+    data, cpos, cend = _chunks(current_log["log"])
+    clean = bytes(data)
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        bad = bytearray(clean)
+        for _ in range(1 + trial % 3):
+            i = int(rng.integers(0, cpos.size))
+            lo = int(cpos[i]) if trial % 4 == 0 else int(cpos[i]) + 6  # stored CRC, or type + data
+            hi = int(cpos[i]) + 4 if trial % 4 == 0 else int(cend[i])
+            at = int(rng.integers(lo, hi))
+            bad[at] ^= 1 << int(rng.integers(0, 8))
+        view = memoryview(bad)
+        assert framing.block_crcs_match(view, cpos, cend) is False
+        assert not _one_by_one(view, cpos, cend)
+
+
+def test_a_big_log_is_checked_block_by_block_and_framed_as_before(current_log, monkeypatch):
+    """Over `BLOCK_CHECK_ABOVE` chunks the block check runs, and the log decodes as it does with
+    every chunk checked one by one; a damaged copy goes to the careful path either way."""
+    calls = []
+    real = framing.block_crcs_match
+    monkeypatch.setattr(framing, "block_crcs_match", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(framing, "BLOCK_CHECK_ABOVE", 0)
+    by_block = read_log(current_log["log"])
+    assert calls
+    monkeypatch.setattr(framing, "BLOCK_CHECK_ABOVE", 1 << 62)
+    one_by_one = read_log(current_log["log"])
+    assert _items(by_block) == _items(one_by_one)
+    assert by_block.history.value.tobytes() == one_by_one.history.value.tobytes()
+
+
+def test_a_damaged_chunk_found_by_the_block_check_is_recovered_as_before(current_log, tmp_path,
+                                                                         monkeypatch):
+    data = bytearray(Path(current_log["log"]).read_bytes())
+    at = data.rindex(b'"set again')  # inside a record near the end; its chunk CRC now fails
+    data[at + 1] ^= 0x20
+    path = tmp_path / "damaged.wandb"
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(framing, "BLOCK_CHECK_ABOVE", 0)
+    by_block = read_log(str(path))
+    monkeypatch.setattr(framing, "BLOCK_CHECK_ABOVE", 1 << 62)
+    one_by_one = read_log(str(path))
+    assert by_block.stats.corrupt_chunks == one_by_one.stats.corrupt_chunks == 1
+    assert _items(by_block) == _items(one_by_one)
+    assert by_block.history.value.tobytes() == one_by_one.history.value.tobytes()
