@@ -182,7 +182,7 @@ def frame(raw: bytearray, n: int, *, crc: bool = True) -> Framed:
 
     A block always starts with a chunk header (chunks never cross blocks), so the chunk chains of
     all blocks are followed in parallel: step i reads the i-th header of every block. CRCs are
-    then checked in one C-level pass. A torn tail (the last block cut mid-chunk, or a record begun
+    then checked all at once (`crcs_match`). A torn tail (the last block cut mid-chunk, or a record begun
     and never finished) ends the log with a count; anything else odd — a CRC mismatch, a chunk
     overrunning its block, an unknown type — hands the whole file to `frames`, which recovers
     chunk by chunk as LevelDB does.
