@@ -53,6 +53,18 @@ def detect_target() -> str:
     return path
 
 
+def discovery(argv: list[str]) -> str:
+    """Where a start of `argv` took the plugins' entry points from (RUNDIFF_TRACE_PLUGINS' line):
+    the cache, or a scan of every installed distribution (~25 ms more: after an install, or when
+    the cache holds no entry for this interpreter and sys.path)."""
+    env = {**_child_env(), "RUNDIFF_TRACE_PLUGINS": "1"}
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
+    for line in proc.stderr.splitlines():
+        if "rundiff entry points from " in line:
+            return line.split("rundiff entry points from ", 1)[1]
+    return "unknown (no trace line)"
+
+
 def importtime(argv: list[str], top: int = 15) -> None:
     """The slowest imports (cumulative µs) of one command, as `python -X importtime` sees them."""
     cmd = [argv[0], "-X", "importtime", *argv[1:]]
@@ -84,6 +96,7 @@ def main() -> int:
         "rundiff detect PATH": [*rd, "detect", detect_target()],
         "rundiff ls --help": [*rd, "ls", "--help"],
     }
+    before = discovery(commands["rundiff --help"])  # also compiles what the first start needs
     best: dict[str, tuple[float, float]] = {}
     for _ in range(repeat):
         for name, argv in commands.items():
@@ -110,6 +123,11 @@ def main() -> int:
         print(line)
     print(f"worst ratio {worst:.2f}× (goal ≤ {GOAL:g}×): "
           f"{'within goal' if worst <= GOAL else 'below goal'}")
+    after = discovery(commands["rundiff --help"])
+    for when, origin in (("before", before), ("after", after)):
+        cached = origin.startswith("the cache")
+        print(f"entry points {when} the runs: from {origin}"
+              + ("" if cached else "  (not the cache: runs may have scanned, ~25 ms each)"))
     if args.importtime:
         importtime(commands["rundiff --help"])
     return 0

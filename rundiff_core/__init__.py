@@ -55,15 +55,15 @@ _EXPORTS: dict[str, str] = {
     "arm_config_text": "engines.arms",
     "AdapterSpec": "registry",
     "adapters_hook": "registry",
-    "Claimed": "layouts",
-    "LayoutFolder": "layouts",
-    "LayoutMeta": "layouts",
-    "LayoutRun": "layouts",
+    "Claimed": "layout_model",
+    "LayoutFolder": "layout_model",
+    "LayoutMeta": "layout_meta",
+    "LayoutRun": "layout_model",
     "LayoutSpec": "layouts",
     "layouts_in_order": "plugins",
-    "Claim": "registry",
+    "Claim": "claims",
     "OptionSpec": "registry",
-    "ProjectClaim": "registry",
+    "ProjectClaim": "claims",
     "ReporterSpec": "render.formats",
     "load_run": "resolve",
     "load_runs": "resolve",
@@ -224,6 +224,7 @@ def _version() -> str:
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from . import netprobe as server_probe
     from .address import Address, parse_address
+    from .claims import Claim, ProjectClaim
     from .engines.arms import (
         arm_config_text,
         is_identity_key,
@@ -248,7 +249,9 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     )
     from .fleet import storage as fleet_storage
     from .hookspecs import hookimpl
-    from .layouts import Claimed, LayoutFolder, LayoutMeta, LayoutRun, LayoutSpec
+    from .layout_meta import LayoutMeta
+    from .layout_model import Claimed, LayoutFolder, LayoutRun
+    from .layouts import LayoutSpec
     from .model import (
         HISTORY_COLUMNS,
         HistoryColumns,
@@ -273,7 +276,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .plugins import layouts_in_order
     from .redact import REDACTED, redact_text
-    from .registry import AdapterSpec, Claim, OptionSpec, ProjectClaim, adapters_hook
+    from .registry import AdapterSpec, OptionSpec, adapters_hook
     from .render.formats import ReporterSpec
     from .resolve import load_run, load_runs, open_source
     from .source import BaseSource, RunSource

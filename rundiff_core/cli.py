@@ -51,6 +51,30 @@ class _Parser(argparse.ArgumentParser):
         self.materialize()
         return super().format_help()
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's formatters take the width from `shutil.get_terminal_size()`, and importing
+        # shutil (with bz2, lzma and zlib) costs ~3 ms of every start; the same width, computed
+        # here, for argparse's own formatter classes (a plugin's may take other arguments)
+        if self.formatter_class.__init__ is argparse.HelpFormatter.__init__:
+            return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)
+        return super()._get_formatter()
+
+
+def _terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`, without importing shutil: COLUMNS when it is a
+    positive integer, else the width of the terminal behind sys.__stdout__, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+    return size.columns or 80
+
 
 def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     """The whole `rundiff` command line. With `lazy`, rundiff's own subcommands get their
@@ -63,13 +87,54 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     for spec, opt in plugins.registry.options():
         parser.add_argument(opt.flag, metavar=opt.metavar, dest=_option_dest(opt.flag),
                             help=f"{opt.help} (sets {opt.env}; {spec.name} adapter)".lstrip())
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                action=_Subcommands)
     plugins.add_commands(CommandHost(sub, plugins))
     if not lazy:
-        for child in sub.choices.values():
+        for name in list(sub.choices):
+            child = sub.parser(name)
             if isinstance(child, _Parser):
                 child.materialize()
     return parser
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """rundiff's subcommands: argparse's, plus commands listed now (name and help, as argparse
+    lists any) whose parser is created the first time one is parsed — of the 14 parsers a start
+    would create, `rundiff --help` creates one and `rundiff ls …` two."""
+
+    def add_pending(self, name: str, help: str, create: Callable[[], argparse.ArgumentParser],
+                    plugin: str) -> None:
+        """`add_parser(name, help=help)` with the parser created by `create()` when used."""
+        if name in self._name_parser_map:
+            raise argparse.ArgumentError(self, f"conflicting subparser: {name}")
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help))
+        self._name_parser_map[name] = _Pending(create, plugin)
+
+    def parser(self, name: str) -> argparse.ArgumentParser:
+        """The parser of command `name`, created now if it was pending."""
+        got = self._name_parser_map[name]
+        if isinstance(got, _Pending):
+            got = self._name_parser_map[name] = got.create()
+        return got
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if values and values[0] in self._name_parser_map:
+            self.parser(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Pending:
+    """A listed command's parser-to-be: what `CommandHost` asks of a taken name before then."""
+
+    __slots__ = ("create", "plugin")
+
+    def __init__(self, create: Callable[[], argparse.ArgumentParser], plugin: str) -> None:
+        self.create, self.plugin = create, plugin
+
+    def get_default(self, dest: str) -> Any:
+        return self.plugin if dest == "_plugin" else None
 
 
 def _option_dest(flag: str) -> str:
@@ -105,6 +170,41 @@ class CommandHost:
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         """`add_command` with argparse's own `add_parser` keywords, passed through unchanged
         (the built-in command modules call it as they would call a subparsers action)."""
+        self._check_free(name)
+        parser = self._sub.add_parser(name, **kwargs)
+        self._adopt(parser, name)
+        return parser
+
+    def add_lazy(self, name: str, *, help: str, build: Callable[[Any], None]) -> None:
+        """A subcommand listed now (name and one-line help) and built when it is used:
+        `build(host)` then calls `host.add_parser(name, **kwargs)` and adds the arguments, as a
+        command module's `add_parser` does. Names are checked and recorded now, as for
+        `add_parser`; `help` here is the one `rundiff --help` shows (the module's is ignored).
+        Its parser, too, is created only when the command is used."""
+        sub = self._sub
+        if not isinstance(sub, _Subcommands):  # a subparsers action of another kind: build now
+            parser = self.add_parser(name, help=help)
+            if isinstance(parser, _Parser):
+                parser._build = lambda p: build(_Into(p))
+            else:
+                build(_Into(parser))
+            return
+        self._check_free(name)
+
+        def create() -> argparse.ArgumentParser:  # what `add_parser(name, help=help)` creates
+            parser = sub._parser_class(prog=f"{sub._prog_prefix} {name}")
+            parser.set_defaults(func=_no_handler(self.plugin, name), _plugin=self.plugin)
+            if isinstance(parser, _Parser):
+                parser._build = lambda p: build(_Into(p))
+            else:
+                build(_Into(parser))
+            return parser
+
+        sub.add_pending(name, help, create, self.plugin)
+        self._record(name)
+
+    def _check_free(self, name: str) -> None:
+        """A plugin's command name must be a word and not taken; PluginError otherwise."""
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{1,31}", name):
             raise PluginError(f"plugin '{self.plugin}' added the command name {name!r}",
                               hint="use a word such as 'slack-notify'")
@@ -112,23 +212,15 @@ class CommandHost:
         if owner is not None:
             raise PluginError(f"plugin '{self.plugin}' added the command '{name}', which "
                               f"{owner} already has", hint="rename the plugin's command")
-        parser = self._sub.add_parser(name, **kwargs)
+
+    def _adopt(self, parser: argparse.ArgumentParser, name: str) -> None:
         parser.set_defaults(func=_no_handler(self.plugin, name), _plugin=self.plugin)
+        self._record(name)
+
+    def _record(self, name: str) -> None:
         info = getattr(self._plugins, "info", {}).get(self.plugin)
         if info is not None and name not in info.commands:
             info.commands.append(name)
-        return parser
-
-    def add_lazy(self, name: str, *, help: str, build: Callable[[Any], None]) -> None:
-        """A subcommand listed now (name and one-line help) and built when it is used:
-        `build(host)` then calls `host.add_parser(name, **kwargs)` and adds the arguments, as a
-        command module's `add_parser` does. Names are checked and recorded now, as for
-        `add_parser`; `help` here is the one `rundiff --help` shows (the module's is ignored)."""
-        parser = self.add_parser(name, help=help)
-        if isinstance(parser, _Parser):
-            parser._build = lambda p: build(_Into(p))
-        else:  # a subparsers action of another parser class: build now
-            build(_Into(parser))
 
     def _owner(self, name: str) -> str | None:
         taken = self._sub.choices.get(name)

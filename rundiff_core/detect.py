@@ -9,17 +9,47 @@ error. See docs/addresses.md for the table.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .errors import AmbiguousSourceError, InputError, UnrecognizedSourceError
 from .plugins import Plugins, get_plugins
-from .registry import AdapterSpec, Claim, ProjectClaim, claim_priority
+from .registry import AdapterSpec, claim_priority
+
+if TYPE_CHECKING:
+    from .claims import Claim, ProjectClaim
 
 
-@dataclass(frozen=True)
 class RankedClaim:
-    claim: Claim
-    spec: AdapterSpec
+    """A claim with the adapter that made it. Written out as the frozen dataclass it was (init,
+    repr, equality, hash, no assignment): `detect` builds one per claim, and creating the
+    dataclass cost more start-up than all of its uses."""
+
+    __match_args__ = ("claim", "spec")
+
+    def __init__(self, claim: Claim, spec: AdapterSpec) -> None:
+        object.__setattr__(self, "claim", claim)
+        object.__setattr__(self, "spec", spec)
+
+    def __repr__(self) -> str:
+        return f"RankedClaim(claim={self.claim!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.claim, self.spec) == (other.claim, other.spec)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.claim, self.spec))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     @property
     def priority(self) -> int:
@@ -48,13 +78,21 @@ def collect_claims(path: str, plugins: Plugins | None = None) -> list[RankedClai
 
 def sniff_path(path: str, plugins: Plugins | None = None) -> RankedClaim:
     """The winning claim on an existing bare path, or a clear error."""
+    return winning_claim(path, None, plugins)
+
+
+def winning_claim(path: str, claims: list[RankedClaim] | None,
+                  plugins: Plugins | None = None) -> RankedClaim:
+    """`sniff_path` over `claims` already collected for `path` (`rundiff detect` lists them and
+    names the winner without asking every adapter twice); None collects them here."""
     plugins = plugins or get_plugins()
     if not os.path.exists(path):
         raise InputError(
             f"no such file or directory: {path}",
             hint="check the path, or give an address such as journal:PATH or wandb:ENTITY/PROJECT/ID",
         )
-    claims = collect_claims(path, plugins)
+    if claims is None:
+        claims = collect_claims(path, plugins)
     if not claims:
         deeper = ("`rundiff ls PATH` searches a folder as deep as its runs are and lists every "
                   "store it finds; or " if os.path.isdir(path) else "")

@@ -14,90 +14,38 @@ A *layout* is one framework's way of leaving a run on disk (Detectron2's `metric
 Layouts are registered with `rundiff_register_layouts(register)` — rundiff's own through the same
 hook — as `register(LayoutSpec(name, module, summary, priority))`. `local:` offers every folder to
 them by (priority, name); the first claim wins. The module is imported when a path is first read,
-never at start-up. `rundiff_core.testing.LayoutContract` tests a layout the way `SourceContract`
-tests an adapter.
+never at start-up; with a `signature` (globs of names the claim cannot do without), only when a
+folder's names match it. `rundiff_core.testing.LayoutContract` tests a layout the way
+`SourceContract` tests an adapter.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import PluginError
 
+if TYPE_CHECKING:
+    from .layout_meta import LayoutMeta
+    from .layout_model import Claimed, LayoutFolder, LayoutRun
 
-@dataclass
-class LayoutRun:
-    """One run a layout claimed: the path that names it, its layout and the files it is read
-    from. `sniffs` holds what the claim already learnt (a file's sniffed shape, a selector)."""
+# What a layout's functions take and return lives in `layout_model` (claims) and `layout_meta`:
+# every start registers layouts (LayoutSpec, here), but only sniffing or reading a path builds
+# folders, claims and metadata.
+def __getattr__(name: str) -> Any:  # `from rundiff_core.layouts import LayoutRun` still works
+    if name in ("Claimed", "LayoutFolder", "LayoutRun"):
+        from . import layout_model
 
-    path: str
-    layout: str
-    files: list[str] = field(default_factory=list)
-    reason: str = ""
-    sniffs: dict[str, Any] = field(default_factory=dict)
+        return getattr(layout_model, name)
+    if name == "LayoutMeta":
+        from .layout_meta import LayoutMeta
 
-
-@dataclass
-class Claimed:
-    """What a layout's `claim` found in a folder: its runs, and the sub-folder names that belong
-    to them (checkpoint snapshots, a `vis_data/`) so the walk does not list them again."""
-
-    runs: list[LayoutRun]
-    consumed: set[str] = field(default_factory=set)
-
-
-@dataclass
-class LayoutMeta:
-    """What a layout read besides the history. `notes` say which file was read as what;
-    `goals` are directions the files declare ({key: "min" | "max"}, with `goal_sources`
-    saying who declared each); `arm` is the experiment name seeds share (default: the folder
-    name without its seed)."""
-
-    config: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    status: str = "unknown"
-    notes: list[str] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-    arm: str | None = None
-    events: list[Any] = field(default_factory=list)
-    goals: dict[str, str] = field(default_factory=dict)
-    goal_sources: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class LayoutFolder:
-    """A folder as the walk sees it: its path and the names of its files and sub-folders."""
-
-    path: str
-    files: list[str]
-    dirs: list[str]
-
-    def __post_init__(self) -> None:
-        self._names = set(self.files)
-
-    def has(self, *names: str) -> bool:
-        """Every one of `names` is a file here."""
-        return all(n in self._names for n in names)
-
-    def any(self, *names: str) -> list[str]:
-        """Which of `names` are files here, in the order given."""
-        return [n for n in names if n in self._names]
-
-    def join(self, *parts: str) -> str:
-        return os.path.join(self.path, *parts)
-
-    def head(self, name: str, n: int = 4096) -> bytes:
-        """The first `n` bytes of a file here (b"" when unreadable)."""
-        try:
-            with open(self.join(name), "rb") as fh:
-                return fh.read(n)
-        except OSError:
-            return b""
+        return LayoutMeta
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -113,6 +61,18 @@ class LayoutSpec:
     one_run: str = ""  # what one run is, for the docs table ("the output folder", "each file")
     plugin: str = ""
     builtin: bool = False
+    # Globs (case ignored) of which a folder's own name, or a name of its files or sub-folders,
+    # must match one for `claim` to have a chance — a file's name for `claim_file`. A cheap
+    # signature check: without a match the module is neither imported nor asked. Empty: always.
+    signature: tuple[str, ...] = ()
+
+    def may_claim(self, names: Iterable[str] | SignatureNames) -> bool:
+        """Whether `claim` (or `claim_file`) is worth asking about a folder or file with these
+        names: always without a `signature`, else when one name matches one of its globs."""
+        if not self.signature:
+            return True
+        folder = names if isinstance(names, SignatureNames) else SignatureNames(names)
+        return folder.match(tuple(self.signature))
 
     def load(self) -> ModuleType:
         """The implementing module (imported once); a module without `claim`, `meta` and
@@ -123,6 +83,70 @@ class LayoutSpec:
             raise PluginError(f"layout '{self.name}' ({self.module}) has no {', '.join(missing)}",
                               hint="a layout module defines claim(folder), meta(run), history(run)")
         return module
+
+
+class SignatureNames:
+    """A folder's names (its own, its files', its sub-folders'), lower-cased once, as each
+    layout's signature check asks of them: a glob of `*` and `?` is matched with string
+    operations, as `fnmatch.fnmatchcase` would, without compiling a regex (only `[…]` is left
+    to fnmatch)."""
+
+    __slots__ = ("lowered", "known")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.lowered = [n.lower() for n in names]
+        self.known = set(self.lowered)
+
+    def match(self, signature: tuple[str, ...]) -> bool:
+        """Whether one name matches one of the globs (case ignored)."""
+        for glob in signature:
+            g = glob.lower()
+            if "[" in g:
+                import fnmatch
+
+                if any(fnmatch.fnmatchcase(n, g) for n in self.lowered):
+                    return True
+            elif "*" not in g and "?" not in g:
+                if g in self.known:
+                    return True
+            elif any(glob_match(n, g) for n in self.lowered):
+                return True
+        return False
+
+
+def glob_match(name: str, glob: str) -> bool:
+    """`fnmatch.fnmatchcase(name, glob)` for a glob of literal characters, `*` and `?`."""
+    parts = glob.split("*")
+    if len(parts) == 1:
+        return _fixed(name, glob)
+    first, last = parts[0], parts[-1]
+    if len(name) < len(first) + len(last) or not _fixed(name[:len(first)], first) or \
+            not _fixed(name[len(name) - len(last):], last):
+        return False
+    pos, end = len(first), len(name) - len(last)
+    for middle in parts[1:-1]:  # each as early as it fits: the leftmost match never loses
+        found = _find(name, middle, pos, end)
+        if found < 0:
+            return False
+        pos = found + len(middle)
+    return True
+
+
+def _fixed(text: str, glob: str) -> bool:
+    """`text` matches `glob` (literal characters and `?`) character for character."""
+    if "?" not in glob:
+        return text == glob
+    return len(text) == len(glob) and all(g == "?" or g == c for g, c in zip(glob, text, strict=True))
+
+
+def _find(name: str, glob: str, start: int, end: int) -> int:
+    """Where `glob` (literals and `?`) first matches inside name[start:end], or -1."""
+    if "?" not in glob:
+        return name.find(glob, start, end)
+    for i in range(start, end - len(glob) + 1):
+        if _fixed(name[i:i + len(glob)], glob):
+            return i
+    return -1
 
 
 class LayoutRegistry:
@@ -140,6 +164,10 @@ class LayoutRegistry:
             other = self._specs[spec.name]
             raise PluginError(f"layout '{spec.name}' is registered by '{other.plugin}' and "
                               f"'{spec.plugin}'", hint="rename one of them")
+        if isinstance(spec.signature, str) or not isinstance(spec.signature, tuple | list) or \
+                not all(isinstance(g, str) and g for g in spec.signature):
+            raise PluginError(f"layout '{spec.name}' has signature={spec.signature!r}",
+                              hint="pass a tuple of file-name globs, e.g. signature=('run.json',)")
         self._specs[spec.name] = spec
 
     def unregister_plugin(self, plugin: str) -> None:
@@ -158,10 +186,14 @@ class LayoutRegistry:
             hit = self._modules[name] = self._specs[name].load()
         return hit
 
-    def modules(self) -> Iterator[tuple[LayoutSpec, ModuleType]]:
-        """(spec, module) in detection order, importing each module once."""
+    def modules(self, names: Iterable[str] | None = None) -> Iterator[tuple[LayoutSpec, ModuleType]]:
+        """(spec, module) in detection order, importing each module once; given the `names` of
+        a folder (its own, its files', its sub-folders') or of a file, only the layouts whose
+        `signature` one of them matches, so no other layout's module is imported."""
+        folder = None if names is None else SignatureNames(names)
         for spec in self.ordered():
-            yield spec, self.module(spec.name)
+            if folder is None or spec.may_claim(folder):
+                yield spec, self.module(spec.name)
 
     def __len__(self) -> int:
         return len(self._specs)
@@ -175,7 +207,7 @@ def layout_table_markdown(specs: list[LayoutSpec]) -> str:
     return "\n".join(rows) + "\n"
 
 
-LayoutClaimer = Callable[[LayoutFolder], "Claimed | None"]
+LayoutClaimer = Callable[["LayoutFolder"], "Claimed | None"]
 
 __all__ = ["Claimed", "LayoutFolder", "LayoutMeta", "LayoutRegistry", "LayoutRun", "LayoutSpec",
            "layout_table_markdown"]

@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .address import Address, parse_address
-from .redact import redacted_errors, redacted_source
-from .source import RunSource
-
 if TYPE_CHECKING:
+    from .address import Address
     from .model import Run
     from .plugins import Plugins
     from .registry import AdapterSpec
+    from .source import RunSource
+
+# Every command runs inside `reuse_loads()`, and `detect` or a `--help` open no source: the
+# redaction and address modules are imported when a source is opened.
 
 # Active reuse scopes (innermost last): canonical address → source, (adapter, run address) → Run.
 _SCOPES: list[tuple[dict[str, Any], dict[tuple[str, str], Run]]] = []
@@ -56,6 +57,8 @@ def _reused(source: RunSource, adapter: str) -> RunSource:
 def open_with(spec: AdapterSpec, address: Address) -> RunSource:
     """`spec`'s source for `address`, redacted; inside `reuse_loads()`, the same address gives the
     same source (and its runs)."""
+    from .redact import redacted_errors, redacted_source
+
     source_cls = spec.load_source_class()
     if _SCOPES:
         sources = _SCOPES[-1][0]
@@ -72,6 +75,8 @@ def open_with(spec: AdapterSpec, address: Address) -> RunSource:
 def open_registered(raw: str, plugins: Plugins) -> RunSource:
     """The source of `raw`, whose scheme a registered adapter owns (`scheme:locator` as found by a
     sniff): what `resolve.open_source` does for such an address."""
+    from .address import parse_address
+
     address = parse_address(raw)
     spec = plugins.registry.by_scheme(address.scheme) if address.scheme else None
     if spec is None:

@@ -67,6 +67,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 )
 
 HOOK_NAMES = tuple(n for n in dir(hookspecs) if n.startswith("rundiff_"))
+_HOOK_PREFIX = f"{hookspecs.PROJECT}_"
 
 
 class PluginInfo:
@@ -106,6 +107,21 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, looking for a module's hook implementations among its `rundiff_*` names.
+
+    pluggy inspects every attribute of a plugin (`inspect.getattr_static`: ~300 of them across
+    rundiff's own plugin modules at every start). `Plugins.add` refuses, before registering, a
+    plugin with a marked attribute not named after a hook (`_check_hook_names`); a module's
+    attributes are what that check reads, so in a module no other name can hold a hook and
+    skipping them registers the same hooks. Other plugin objects get pluggy's full look."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if not name.startswith(_HOOK_PREFIX) and isinstance(plugin, ModuleType):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+
 class Plugins:
     """A loaded plugin set: the pluggy manager, the adapter registry, and what went wrong.
 
@@ -120,7 +136,7 @@ class Plugins:
         entry_points: bool = True,
         report: TextIO | None = None,
     ):
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm = _PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.registry = AdapterRegistry()
         self.reporters = ReporterRegistry()
@@ -232,7 +248,8 @@ class Plugins:
     ) -> bool:
         """Register one plugin and its adapters; on any problem drop it and record why."""
         skip_hint = f"or skip it with RUNDIFF_DISABLE_PLUGINS={name}"
-        problem = _check_hook_names(plugin, name)
+        attrs = _hook_attrs(plugin)
+        problem = _check_hook_names(plugin, name, attrs)
         if problem:
             self.error(problem)
             return False
@@ -256,7 +273,7 @@ class Plugins:
             package=package,
             version=version,
             builtin=builtin,
-            hooks=sorted(_hookimpl_names(plugin)),
+            hooks=sorted(attrs[0]),
         )
 
         def register(spec: AdapterSpec) -> None:
@@ -417,18 +434,27 @@ def _trace_args(kwargs: dict[str, Any]) -> str:
     return ", ".join(shown)
 
 
-def _hookimpl_names(plugin: object) -> list[str]:
+def _hook_attrs(plugin: object) -> tuple[list[str], list[str]]:
+    """(the names whose value carries @hookimpl's mark, the names `rundiff_*` of a callable), from
+    one look at each attribute."""
     marker = f"{hookspecs.PROJECT}_impl"
-    return [n for n in dir(plugin) if hasattr(getattr(plugin, n, None), marker)]
+    marked, named = [], []
+    for n in dir(plugin):
+        value = getattr(plugin, n, None)
+        if hasattr(value, marker):
+            marked.append(n)
+        if n.startswith(_HOOK_PREFIX) and callable(value):
+            named.append(n)
+    return marked, named
 
 
-def _check_hook_names(plugin: object, name: str) -> str | None:
-    """A one-line error for a misspelled or undecorated hook, or None when the names are right."""
-    marked = set(_hookimpl_names(plugin))
-    candidates = marked | {
-        n for n in dir(plugin)
-        if n.startswith(f"{hookspecs.PROJECT}_") and callable(getattr(plugin, n, None))
-    }
+def _check_hook_names(plugin: object, name: str,
+                      attrs: tuple[list[str], list[str]] | None = None) -> str | None:
+    """A one-line error for a misspelled or undecorated hook, or None when the names are right.
+    `attrs`: what `_hook_attrs(plugin)` answers, when already known."""
+    found, named = attrs if attrs is not None else _hook_attrs(plugin)
+    marked = set(found)
+    candidates = marked | set(named)
     for hook in sorted(candidates):
         if hook in HOOK_NAMES:
             if hook not in marked:
@@ -466,7 +492,8 @@ def _with_origin(spec: AdapterSpec, plugin: str, package: str) -> AdapterSpec:
 
 # -- entry-point discovery ------------------------------------------------------------------------
 CACHE_FORMAT = 1
-CACHE_KEEP = 8  # interpreter/sys.path combinations remembered (e.g. `python -m` from several dirs)
+CACHE_KEEP = 32  # interpreter/sys.path combinations remembered (`python -m` from several dirs,
+#   several checkouts and venvs): one fewer than the combinations in use means a scan per start
 SETTLED_NS = 2_000_000_000  # a stat younger than this is not trusted: file times are coarse
 
 
@@ -650,17 +677,54 @@ def _still_true(entry: dict[str, Any]) -> bool:
 
 
 def _read_cache(path: str) -> list[dict[str, Any]]:
-    import json
-
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = _json_loads(fh.read())
     except (OSError, ValueError):
         return []
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         return []
     entries = data.get("entries")
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _json_loads(text: str) -> Any:
+    """`json.loads(text)` without importing the json package (its decoder, scanner and encoder
+    modules cost ~2 ms of every start, for a file of a few KiB): the C scanner json.loads runs,
+    with json.loads' defaults, and the same rules for white space around the value. A ValueError
+    when the text is not one JSON value; json.loads itself where the C scanner is missing."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # another Python implementation
+        import json
+
+        return json.loads(text)
+    white = " \t\n\r"
+    start = len(text) - len(text.lstrip(white))
+    try:
+        value, end = make_scanner(_JSON_DEFAULTS)(text, start)
+    except StopIteration:  # no JSON value starts there
+        raise ValueError("not JSON") from None
+    if text[end:].strip(white):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+class _JsonDefaults:
+    """The decoder settings `_json.make_scanner` reads: those of json.loads without arguments."""
+
+    def __init__(self) -> None:
+        inf = float("inf")
+        self.strict = True
+        self.object_hook = None
+        self.object_pairs_hook = None
+        self.parse_float = float
+        self.parse_int = int
+        self.parse_constant = {"-Infinity": -inf, "Infinity": inf, "NaN": float("nan")}.__getitem__
+        self.memo: dict[str, str] = {}
+
+
+_JSON_DEFAULTS = _JsonDefaults()
 
 
 def _write_cache(path: str, entries: list[dict[str, Any]]) -> bool:

@@ -7,10 +7,21 @@ import importlib.util
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import MissingDependencyError, PluginError
 from .hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from .claims import Claim, ProjectClaim
+
+
+def __getattr__(name: str) -> Any:  # `from rundiff_core.registry import Claim` still works
+    if name in ("Claim", "ProjectClaim"):
+        from . import claims
+
+        return getattr(claims, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -74,30 +85,6 @@ class AdapterSpec:
                 ) from exc
             raise
         return getattr(module, attr)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """An adapter's claim on a bare path, with the reason shown by `rundiff detect`.
-
-    `priority`, when set, ranks this claim instead of the adapter's `priority`: evidence that is
-    stronger (or weaker) than the adapter's usual claim says so itself.
-    """
-
-    adapter: str
-    reason: str
-    locator: str | None = None  # the path the adapter wants opened, when not the given one
-    priority: int | None = None
-
-
-@dataclass(frozen=True)
-class ProjectClaim:
-    """An adapter's claim that the current project logs to its tracker (`priority` as for Claim)."""
-
-    adapter: str
-    reason: str
-    address: str | None = None
-    priority: int | None = None
 
 
 def claim_priority(claim: Claim | ProjectClaim, spec: AdapterSpec) -> int:

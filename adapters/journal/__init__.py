@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import (
-    SNIFF_ENTRIES,
-    AdapterSpec,
-    Claim,
-    ProjectClaim,
-    adapters_hook,
-    hookimpl,
-    walk_dirs,
-)
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
+# Every start imports this module to register the adapter: the walk and the claim classes are
+# imported inside the functions that use them.
 MARKERS = ("metrics.jsonl", "events.jsonl", "final.json")
 NAME = "journal"
 
@@ -35,6 +29,8 @@ def find_run_dirs(path: str, depth: int = 2, max_entries: int | None = None) -> 
     caps the entries listed."""
     if is_run_dir(path):
         return [path]
+    from rundiff_core import walk_dirs
+
     found: list[str] = []
     for folder in walk_dirs(path, max_depth=depth, max_entries=max_entries):
         if folder.depth and is_run_dir(folder.path):
@@ -45,6 +41,8 @@ def find_run_dirs(path: str, depth: int = 2, max_entries: int | None = None) -> 
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import SNIFF_ENTRIES, Claim
+
     if is_run_dir(path):
         present = [m for m in MARKERS if os.path.isfile(os.path.join(path, m))]
         return Claim(NAME, f"run directory with {', '.join(present)}")
@@ -58,6 +56,8 @@ def rundiff_sniff_path(path):
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
+    from rundiff_core import SNIFF_ENTRIES, ProjectClaim
+
     for folder in ("runs", "."):
         root = os.path.join(cwd, folder)
         runs = find_run_dirs(root, depth=3, max_entries=SNIFF_ENTRIES)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
+# Every start imports this module to register the adapter: the claim classes are imported inside
+# the hooks that use them (discovery and the layouts only when a path is sniffed or read).
 NAME = "local"
 
 
@@ -46,6 +48,8 @@ def rundiff_sniff_path(path):
     runs = find_runs(path, depth=2, limit=DETECT_LIMIT)
     if not runs:
         return None
+    from rundiff_core import Claim
+
     if os.path.isfile(path):
         return Claim(NAME, f"{runs[0].layout}: {runs[0].reason}")
     shown = ", ".join(f"{os.path.relpath(r.path, path)} ({r.layout})" for r in runs[:3])
@@ -71,6 +75,8 @@ def rundiff_detect_project(cwd, environ):
             continue
         files += [n for n in names if is_result_file(n) and os.path.isfile(os.path.join(folder, n))]
     if files:
+        from rundiff_core import ProjectClaim
+
         return ProjectClaim(NAME, f"{len(files)} results/meta/eval file(s) in {cwd}", address=f"local:{cwd}")
     return None
 

@@ -23,17 +23,20 @@ RunSpec = LayoutRun  # the name this module was written with
 _SNAPSHOT = re.compile(r"^(?:checkpoint-\d+|last-checkpoint)$")
 
 
-def _layouts():  # noqa: ANN202 - (spec, module) pairs in detection order
+def _layouts(names: list[str]):  # noqa: ANN202 - (spec, module) pairs in detection order
+    """The layouts whose signature (`LayoutSpec.signature`) one of `names` matches, in detection
+    order, each module imported when it is first asked: a folder holding none of a layout's
+    signature files never imports that layout's parser."""
     from rundiff_core import layouts_in_order
 
-    return layouts_in_order().modules()
+    return layouts_in_order().modules(names)
 
 
 def claim_folder(folder: str, files: list[str], dirs: list[str]) -> tuple[list[RunSpec], set[str]]:
     """The runs the first layout (in detection order) to claim `folder` finds, and the
     sub-folders it consumes."""
     view = LayoutFolder(folder, files, dirs)
-    for _spec, module in _layouts():
+    for _spec, module in _layouts([os.path.basename(folder), *files, *dirs]):
         got = module.claim(view)
         if got is not None and got.runs:
             # a checkpoint snapshot inside a run folder is part of that run, whatever its layout
@@ -44,7 +47,7 @@ def claim_folder(folder: str, files: list[str], dirs: list[str]) -> tuple[list[R
 
 def claim_file(path: str) -> list[RunSpec]:
     """The runs the first layout to claim a single file finds there."""
-    for _spec, module in _layouts():
+    for _spec, module in _layouts([os.path.basename(path)]):
         fn = getattr(module, "claim_file", None)
         got = fn(path) if fn is not None else None
         if got:

@@ -9,16 +9,17 @@ delimiter is a single character), so a million-row log costs about what pyarrow 
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rundiff_core  # names resolved at use: the data model (numpy) loads only when a log is read
 
 from .lazy import np, pd  # imported on first use: sniffing needs neither
+
+if TYPE_CHECKING:
+    from .columns import Columns
 
 #: Step-like column names, in the order one is chosen as x (compared case-, space-, `-`- and
 #: `_`-insensitively, so Spinning Up's `Time Steps` is `timesteps`).
@@ -61,15 +62,38 @@ def step_column(columns: list[str]) -> str | None:
     return None
 
 
-@dataclass
-class Sniff:
-    """What a file's first few KiB say about its layout."""
+_NEW: Any = object()  # "a new empty list", Sniff's default
 
-    kind: str  # a key of KINDS
-    header: list[str] = field(default_factory=list)
-    comments: list[str] = field(default_factory=list)  # leading `#` lines (SB3 monitor JSON)
-    step: str | None = None
-    rows_seen: int = 0
+
+class Sniff:
+    """What a file's first few KiB say about its layout: `kind` (a key of KINDS), `header`,
+    `comments` (leading `#` lines: SB3 monitor JSON), `step` (the x column, or None) and
+    `rows_seen`. Written out as the dataclass it was (init with a new list per list field, repr,
+    equality, unhashable): a sniff builds one per file, and creating the dataclass cost `detect`
+    more than all of its uses."""
+
+    __match_args__ = ("kind", "header", "comments", "step", "rows_seen")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, kind: str, header: list[str] = _NEW, comments: list[str] = _NEW,
+                 step: str | None = None, rows_seen: int = 0) -> None:
+        self.kind = kind
+        self.header: list[str] = [] if header is _NEW else header
+        self.comments: list[str] = [] if comments is _NEW else comments
+        self.step = step
+        self.rows_seen = rows_seen
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.kind, self.header, self.comments, self.step, self.rows_seen)
+
+    def __repr__(self) -> str:
+        return (f"Sniff(kind={self.kind!r}, header={self.header!r}, comments={self.comments!r}, "
+                f"step={self.step!r}, rows_seen={self.rows_seen!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
 
     @property
     def described(self) -> str:
@@ -87,6 +111,20 @@ def read_head(path: str, n: int = SNIFF_BYTES) -> bytes:
 def looks_binary(head: bytes) -> bool:
     """More than 1% NUL bytes: a binary file (a stray NUL — a zeroed tail after a crash — is not)."""
     return head.count(0) > len(head) // 100 + 1
+
+
+def may_be_text_log(head: bytes) -> bool:
+    """False when `textlog.sniff_text` is sure to find no text log in the file that `head` (its
+    first SNIFF_BYTES, from `read_head`) opens, decided without importing textlog and compiling
+    its grammars: every grammar needs two records, each on a line of its own, and a file shorter
+    than SNIFF_BYTES (`head` is all of it, which sniff_text reads whole) that looks binary or has
+    fewer than two non-blank lines has no two records. True (ask sniff_text) otherwise."""
+    if len(head) >= SNIFF_BYTES:
+        return True
+    if looks_binary(head):
+        return False
+    lines = head.decode("utf-8", errors="replace").splitlines()  # as textlog._sample splits
+    return sum(1 for ln in lines if ln.strip()) >= 2
 
 
 def _lines(head: bytes, complete: bool) -> list[str] | None:
@@ -138,6 +176,8 @@ def _split(line: str, delim: str) -> list[str]:
     if delim == "ws":
         return line.split()
     if delim == ",":
+        import csv  # here: a folder without comma-separated lines is sniffed without it
+
         return next(csv.reader([line]))
     return line.split(delim)
 
@@ -184,20 +224,6 @@ def _sniff_jsonl(body: list[str], comments: list[str]) -> Sniff | None:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Columns:
-    """A wide table as named float columns plus the cells that were logged (valid)."""
-
-    names: list[str]
-    values: list[np.ndarray]
-    valid: list[np.ndarray]
-    text: list[str]
-    rows: int
-    #: the cells of text columns named like a split (SPLIT_NAMES) in delimited tables, None
-    #: where empty: `to_long` decides whether they name the rows
-    labels: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
@@ -249,6 +275,8 @@ def records_columns(records: list[dict[str, Any]]) -> Columns:
             elif v is not None:
                 text[k] = None
     names = [k for k in index if k not in text]
+    from .columns import Columns  # the reading side: sniffing never builds one
+
     return Columns(names, [np.asarray(vals[index[k]], dtype="float64") for k in names],
                    [np.asarray(oks[index[k]], dtype=bool) for k in names], list(text), n)
 
@@ -347,6 +375,8 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
         names.append(str(name))
         values.append(np.asarray(arr, dtype="float64"))
         valid.append(mask)
+    from .columns import Columns
+
     return Columns(names, values, valid, text, table.num_rows, kept)
 
 
@@ -398,6 +428,8 @@ def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
         names.append(str(c))
         values.append(arr)
         valid.append(ok)
+    from .columns import Columns
+
     return Columns(names, values, valid, text, len(frame), kept)
 
 

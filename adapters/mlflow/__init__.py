@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import (
-    AdapterSpec,
-    Address,
-    Claim,
-    OptionSpec,
-    ProjectClaim,
-    RundiffError,
-    adapters_hook,
-    hookimpl,
-)
+from rundiff_core import AdapterSpec, OptionSpec, adapters_hook, hookimpl
 
-from .layout import DEFAULT_DB, DEFAULT_DIR, find_store, is_file_store, is_mlflow_sqlite
-
+# Every start imports this module to register the adapter: the store rules of `layout` and the
+# claim classes are imported inside the hooks that use them.
 NAME = "mlflow"
 
 
@@ -37,6 +28,10 @@ rundiff_register_adapters = adapters_hook(AdapterSpec(
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import Claim
+
+    from .layout import find_store
+
     found = find_store(path)
     if found is None:
         return None
@@ -48,7 +43,10 @@ def rundiff_sniff_path(path):
 def rundiff_parse_address(raw):
     # `sqlite:///mlflow.db` given bare: ours when the file is an MLflow database
     if raw.lower().startswith("sqlite:"):
+        from rundiff_core import Address, RundiffError
+
         from .address import sqlite_path
+        from .layout import is_mlflow_sqlite
 
         try:
             path = sqlite_path(raw.split("#", 1)[0])
@@ -61,6 +59,10 @@ def rundiff_parse_address(raw):
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
+    from rundiff_core import ProjectClaim
+
+    from .layout import DEFAULT_DB, DEFAULT_DIR, is_file_store, is_mlflow_sqlite
+
     uri = (environ.get("MLFLOW_TRACKING_URI") or "").strip()
     if uri:
         from .address import is_uri

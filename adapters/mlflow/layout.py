@@ -8,8 +8,11 @@ sqlite file holding MLflow's `runs`, `metrics` and `experiments` tables.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from .found import Found
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MLFLOW_TABLES = frozenset({"runs", "metrics", "experiments"})
@@ -110,47 +113,55 @@ def _run_count(path: str) -> int:
         return 0
 
 
-@dataclass(frozen=True)
-class Found:
-    """What a path on disk turned out to be: a store, plus a selector it implies."""
-
-    kind: str  # "file" | "sqlite"
-    store: str  # absolute path of the mlruns folder or of the sqlite file
-    selector: str  # "" for the whole store, an experiment id, or a run id
-    reason: str
-
-
 def find_store(path: str) -> Found | None:
     """Classify a path: a store, a folder holding one, an experiment or a run folder of one."""
+    found = _classify(path)
+    if found is None:
+        return None
+    from .found import Found  # here: a sniff that finds no store never builds one
+
+    return Found(*found)
+
+
+def _classify(path: str) -> tuple[str, str, str, str] | None:
+    """`find_store`'s answer as (kind, store, selector, reason)."""
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isfile(path):
         if is_mlflow_sqlite(path):
-            return Found("sqlite", path, "", "an MLflow sqlite database")
+            return ("sqlite", path, "", "an MLflow sqlite database")
         return None
     if not os.path.isdir(path):
         return None
     if is_file_store(path):
-        return Found("file", path, "", "an MLflow file store (mlruns/)")
+        return ("file", path, "", "an MLflow file store (mlruns/)")
     sub = os.path.join(path, DEFAULT_DIR)
     if is_file_store(sub):  # MLflow's own default: ./mlruns with data wins over ./mlflow.db
-        return Found("file", sub, "", f"folder holding an MLflow file store ({DEFAULT_DIR}/)")
+        return ("file", sub, "", f"folder holding an MLflow file store ({DEFAULT_DIR}/)")
     dbs = _sqlite_stores(path)
     if dbs:  # several databases side by side: the one with runs, `mlflow.db` first among equals
         best = max(dbs, key=lambda d: (_run_count(d) > 0, os.path.basename(d) == DEFAULT_DB))
         others = [os.path.basename(d) for d in dbs if d != best]
         also = f"; also here: {', '.join(others)}" if others else ""
-        return Found("sqlite", best, "", f"folder holding an MLflow sqlite database "
-                     f"({os.path.basename(best)}{also})")
+        return ("sqlite", best, "", f"folder holding an MLflow sqlite database "
+                f"({os.path.basename(best)}{also})")
     parent = os.path.dirname(path)
     if is_run_dir(path):
         root = os.path.dirname(parent)
         if os.path.basename(root) == TRASH:  # mlruns/.trash/<exp>/<run>: a deleted experiment
             root = os.path.dirname(root)
         if is_file_store(root):
-            return Found("file", root, os.path.basename(path), "a run folder of an MLflow file store")
+            return ("file", root, os.path.basename(path), "a run folder of an MLflow file store")
     if is_experiment_dir(path):
         root = os.path.dirname(parent) if os.path.basename(parent) == TRASH else parent
         if is_file_store(root):
-            return Found("file", root, os.path.basename(path),
-                         "an experiment folder of an MLflow file store")
+            return ("file", root, os.path.basename(path),
+                    "an experiment folder of an MLflow file store")
     return None
+
+
+def __getattr__(name: str) -> Any:  # `from .layout import Found` still works
+    if name == "Found":
+        from .found import Found
+
+        return Found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,15 @@ Hooks only: no tracker SDK and no pyarrow at import. The source class is named b
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
-from . import layout
+if TYPE_CHECKING:
+    from . import layout
 
+# Every start imports this module to register the adapter: `layout` (its run rules, with the
+# Parquet footer check) and the claim classes are imported inside the hooks that use them.
 NAME = "neptune"
 # A project's Neptune evidence (its .neptune/ folder, NEPTUNE_PROJECT) outranks MLflow's (20), which
 # may be just an mlruns/ folder: the documented project order is W&B, Neptune, MLflow, TensorBoard.
@@ -40,6 +44,10 @@ def _describe(found: layout.Found) -> str:
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import Claim
+
+    from . import layout
+
     if os.path.isfile(path):
         found = layout.find(path, depth=0)
         if found.scale:
@@ -59,6 +67,10 @@ def rundiff_sniff_path(path):
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
+    from rundiff_core import ProjectClaim
+
+    from . import layout
+
     folder = os.path.join(cwd, ".neptune")
     if os.path.isdir(folder):
         found = layout.find(folder, depth=2, budget=layout.SCAN_BUDGET)

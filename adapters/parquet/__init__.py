@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, adapters_hook, hookimpl
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
 NAME = "parquet"
 MANIFEST = "_rundiff_fleet.json"  # rundiff_core.fleet.schema.MANIFEST (not imported: keep hooks light)
@@ -19,6 +19,8 @@ rundiff_register_adapters = adapters_hook(AdapterSpec(
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import Claim  # here: every start imports this module, few sniff
+
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, MANIFEST)):
         return Claim(NAME, f"fleet dataset ({MANIFEST})")
     if os.path.basename(path) == MANIFEST and os.path.isfile(path):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import AdapterSpec, Claim, ProjectClaim, adapters_hook, hookimpl, walk_dirs
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
+# Every start imports this module to register the adapter: the walk and the claim classes are
+# imported inside the functions that use them.
 NAME = "tensorboard"
 SNIFF_DEPTH = 6  # runs/<exp>/<run>/events…, lightning_logs/version_0/events…
 SNIFF_MAX_ENTRIES = 5000
@@ -43,12 +45,16 @@ def find_run_dirs(root: str, depth: int | None = None, max_entries: int | None =
     `depth=None` walks the whole tree (what TensorBoard does); sniffing passes a small depth and
     an entry budget so a huge tree costs little.
     """
+    from rundiff_core import walk_dirs
+
     return [f.path for f in walk_dirs(root, max_depth=depth, max_entries=max_entries, hidden=True)
             if any(is_event_file(e.name) for e in f.files())]
 
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import Claim
+
     base = os.path.basename(os.path.normpath(path))
     if os.path.isfile(path):
         if is_event_file(base):
@@ -74,6 +80,8 @@ def rundiff_sniff_path(path):
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
+    from rundiff_core import ProjectClaim
+
     for folder in PROJECT_DIRS:
         root = os.path.join(cwd, folder)
         if os.path.isdir(root):

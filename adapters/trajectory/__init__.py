@@ -9,8 +9,12 @@ source in `source.py`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from rundiff_core import AdapterSpec, Claim, adapters_hook, hookimpl
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
+
+if TYPE_CHECKING:
+    from rundiff_core import Claim
 
 NAME = "trajectory"
 HEAD_BYTES = 8192
@@ -80,6 +84,10 @@ _REASONS = {
 @hookimpl
 def rundiff_sniff_path(path: str) -> Claim | None:
     kind = sniff_kind(path)
+    if not kind:
+        return None
     if kind == "lmeval" and path.lower().endswith(".json") and not _samples_beside(path):
         return None  # a results file alone holds scores, no tasks: `local:`'s lm-eval layout
-    return Claim(NAME, _REASONS[kind]) if kind else None
+    from rundiff_core import Claim  # here: every start imports this module, few sniff
+
+    return Claim(NAME, _REASONS[kind])

@@ -7,23 +7,14 @@ Local files are read by rundiff's own transaction-log reader (no wandb package n
 from __future__ import annotations
 
 import os
-import re
 
-from rundiff_core import (
-    SNIFF_ENTRIES,
-    AdapterSpec,
-    Address,
-    Claim,
-    ProjectClaim,
-    adapters_hook,
-    hookimpl,
-)
+from rundiff_core import AdapterSpec, adapters_hook, hookimpl
 
-from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
-
+# Every start imports this module to register the adapter: what only a hook needs (the folder
+# rules of `layout`, the walk, the claim classes) is imported inside that hook.
 NAME = "wandb"
-_URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#]+)/(?P<project>[^/?#]+)"
-                  r"(?:/runs/(?P<run>[^/?#]+))?/?(?:[?#].*)?$")
+_URL = (r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#]+)/(?P<project>[^/?#]+)"
+        r"(?:/runs/(?P<run>[^/?#]+))?/?(?:[?#].*)?$")  # compiled (and cached by re) on first use
 
 
 rundiff_register_adapters = adapters_hook(AdapterSpec(
@@ -37,6 +28,10 @@ rundiff_register_adapters = adapters_hook(AdapterSpec(
 
 @hookimpl
 def rundiff_sniff_path(path):
+    from rundiff_core import SNIFF_ENTRIES, Claim
+
+    from .layout import is_log_file, is_run_dir, run_dirs, wandb_root
+
     if os.path.isfile(path):
         if is_log_file(path):
             return Claim(NAME, "W&B transaction log (':W&B' header)")
@@ -52,15 +47,23 @@ def rundiff_sniff_path(path):
 
 @hookimpl
 def rundiff_parse_address(raw):
-    m = _URL.match(raw)
+    import re
+
+    m = re.match(_URL, raw)
     if not m:
         return None
+    from rundiff_core import Address
+
     locator = "/".join(p for p in (m["entity"], m["project"], m["run"]) if p)
     return Address(f"wandb:{locator}", "wandb", locator)
 
 
 @hookimpl
 def rundiff_detect_project(cwd, environ):
+    from rundiff_core import SNIFF_ENTRIES, ProjectClaim
+
+    from .layout import run_dirs, wandb_root
+
     base = environ.get("WANDB_DIR") or cwd
     folder = os.path.join(base, "wandb")
     root = wandb_root(folder, SNIFF_ENTRIES) if os.path.isdir(folder) else None

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rundiff_core import walk_dirs
+
+if TYPE_CHECKING:
+    from .local_runs import LocalRun, Segment
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>[^/\\]+)$")
 HEADER_PREFIX = b":W&B\xe1\xbe"
@@ -91,28 +94,17 @@ def wandb_root(path: str, max_entries: int | None = None) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Segment:
-    """One sitting of a run: a folder (may be None for a bare log) and its log (may be None)."""
+def __getattr__(name: str) -> Any:  # `from .layout import LocalRun` still works
+    if name in ("LocalRun", "Segment"):
+        from . import local_runs
 
-    folder: str | None
-    log: str | None
-
-
-@dataclass(frozen=True)
-class LocalRun:
-    """A run found on disk: its id, its segments in time order, and the address naming it."""
-
-    run_id: str
-    segments: tuple[Segment, ...]
-    address: str
-
-    @property
-    def resumed_segments(self) -> int:
-        return len(self.segments)
+        return getattr(local_runs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _segment(folder: str) -> list[Segment]:
+    from .local_runs import Segment
+
     logs = logs_in(folder)
     return [Segment(folder, log) for log in logs] or [Segment(folder, None)]
 
@@ -120,6 +112,8 @@ def _segment(folder: str) -> list[Segment]:
 def discover(path: str) -> list[LocalRun]:
     """Every run a local path names: a log file, a run folder (with its resumed siblings), or a
     `wandb/` folder (or a folder holding one). Empty when the path holds no W&B run."""
+    from .local_runs import LocalRun, Segment
+
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isfile(path):
         if not is_log_file(path) and not path.endswith(".wandb"):

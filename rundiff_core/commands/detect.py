@@ -6,11 +6,10 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from ..detect import collect_claims, detect_project, sniff_path
+from ..detect import collect_claims, detect_project, winning_claim
 from ..errors import RundiffError
 from ..plugins import get_plugins
 from ..registry import claim_priority
-from ..render import dumps
 
 if TYPE_CHECKING:
     from ..cli import CommandHost
@@ -31,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
                 for c, s in claims]
         result = {"cwd": os.getcwd(), "claims": rows, "winner": rows[0] if rows else None}
         if args.format == "json":
+            from ..render import dumps
+
             print(dumps(result))
         else:
             for r in rows:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
              "scheme": c.spec.schemes[0], "locator": c.claim.locator or args.path} for c in claims]
     winner, address, error = None, None, None
     try:
-        best = sniff_path(args.path, plugins)
+        best = winning_claim(args.path, claims, plugins)  # the claims above: one sniff
         winner = best.spec.name
         address = f"{best.spec.schemes[0]}:{best.claim.locator or args.path}"
     except RundiffError as exc:
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
         deeper = search_tree(args.path, plugins)
     if args.format == "json":
+        from ..render import dumps
+
         print(dumps({"path": args.path, "claims": rows, "winner": winner, "address": address,
                      "error": error, "deeper": as_rows(deeper) if deeper else None}))
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -39,6 +38,8 @@ def fmt_step(x: Any) -> str:
 
 def dumps(obj: Any) -> str:
     """Stable JSON: sorted keys, NaN/inf as strings (strict JSON readers choke on bare NaN)."""
+    import json  # here, not at import: `rundiff adapters` and `detect` print text without it
+
     return json.dumps(_clean(obj), indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 

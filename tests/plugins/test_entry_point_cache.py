@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rundiff_core import plugins as plugins_module
 from rundiff_core.plugins import Plugins, installed, user_cache_dir
@@ -231,3 +233,53 @@ def test_fresh_processes_see_an_install_and_a_removal_and_write_only_the_cache(
     written = set(after) - set(before) - {Path("site") / "fakefmt_plugin.py"}
     assert written == set(), written  # the cache lives under RUNDIFF_CACHE_DIR only
     assert _cache_file().is_file()
+
+
+# -- reading the cache file without the json package ----------------------------------------------
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(_JSON_VALUES, st.sampled_from(["", " ", "\n", " \t\r\n"]), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_the_cache_file_reads_as_json_loads_reads_it(value, white, indent):
+    text = white + json.dumps(value, indent=2 if indent else None) + white
+    assert plugins_module._json_loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "{not json", '{"a": 1} x', '{"a": 1}{"b": 2}', "[1, 2",
+                                  "\ufeff{}", '"a\tb"', "nul", '{"a": 1,}'])
+def test_text_that_json_loads_refuses_is_refused(text):
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        plugins_module._json_loads(text)
+
+
+def test_reading_the_cache_imports_no_json_package(plugin_dir):
+    """The entry-point cache is read by json's C scanner alone: a start that finds the cache
+    valid imports none of json's Python modules (~2 ms of every start)."""
+    import subprocess
+
+    plugin_dir.dist("rundiff-fakefmt", "fakefmt", "fakefmt_plugin", plugin_dir.GOOD_PLUGIN)
+    _age(plugin_dir.root)
+    code = ("import sys\nfrom rundiff_core.plugins import installed\nfound = installed()\n"
+            "print(found.origin)\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'json'}))\n"
+            "print(sorted(ep.name for ep in found.entry_points))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(plugin_dir.root), os.environ.get("PYTHONPATH", "")) if p)}
+
+    def start() -> list[str]:
+        proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                              env=env, cwd=str(plugin_dir.root), timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    first = start()  # scans and writes the cache for this interpreter and sys.path
+    assert "cached in" in first[0], first
+    origin, modules, names = start()
+    assert origin.startswith("the cache"), origin
+    assert modules == "[]"
+    assert "fakefmt" in names and names == first[2]

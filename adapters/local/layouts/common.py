@@ -6,15 +6,54 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rundiff_core  # the seed rule (engines.arms) loads when a run is read, not to sniff
-from rundiff_core import LayoutMeta, flatten
+from rundiff_core import flatten
 
-Meta = LayoutMeta  # the name the layouts were written with
+if TYPE_CHECKING:
+    from rundiff_core import LayoutMeta as Meta  # the name the layouts were written with
+else:
+    def Meta(**fields: Any) -> Any:  # noqa: N802 - the name the layouts were written with
+        """`LayoutMeta(**fields)`: the class is imported, and built, when a layout first reads a
+        run's metadata, not when it sniffs a folder (`detect` never builds one)."""
+        return rundiff_core.LayoutMeta(**fields)
+
 MAX_JSON_BYTES = 512 << 20
 CONFIG_FILES = ("config.json", "config.yaml", "config.yml", "hparams.yaml", "params.yaml",
                 "args.json", "variant.json", "params.json")
+
+
+def name_matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """`any(fnmatch.fnmatch(name, p) for p in patterns)`, for names and patterns given in lower
+    case: a pattern of literal characters and `*` is matched with string operations (a sniff asks
+    this of every file, and fnmatch compiles a regex per pattern on first use); any other pattern
+    goes to fnmatch."""
+    for pattern in patterns:
+        if "?" in pattern or "[" in pattern:
+            import fnmatch
+
+            if fnmatch.fnmatch(name, pattern):
+                return True
+            continue
+        parts = pattern.split("*")
+        if len(parts) == 1:
+            if name == pattern:
+                return True
+            continue
+        first, last = parts[0], parts[-1]
+        if len(name) < len(first) + len(last) or not name.startswith(first) or \
+                not name.endswith(last):
+            continue
+        pos, end = len(first), len(name) - len(last)
+        for middle in parts[1:-1]:  # each as early as it fits: the leftmost match never loses
+            found = name.find(middle, pos, end)
+            if found < 0:
+                break
+            pos = found + len(middle)
+        else:
+            return True
+    return False
 
 
 def _stem(name: str) -> str:

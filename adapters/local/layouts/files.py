@@ -4,15 +4,22 @@ each text log (`key:value` fields with a step) as a run of its own (layout `text
 
 from __future__ import annotations
 
-import fnmatch
 import os
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
-from ..sniff import SPLIT_NAMES, Sniff, one_row, read_table, sniff_table
-from .common import CONFIG_FILES, Meta, read_config_files, read_json, scalars
+from ..sniff import (
+    SPLIT_NAMES,
+    Sniff,
+    may_be_text_log,
+    one_row,
+    read_head,
+    read_table,
+    sniff_table,
+)
+from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 
 RESULT_PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 SNIFF_EXTS = {"", ".csv", ".tsv", ".txt", ".log", ".out", ".jsonl", ".ndjson", ".json", ".dat",
@@ -22,8 +29,7 @@ NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc
 
 
 def is_result_file(name: str) -> bool:
-    base = name.lower()
-    return any(fnmatch.fnmatch(base, p) for p in RESULT_PATTERNS)
+    return name_matches(name.lower(), RESULT_PATTERNS)
 
 
 def sniff_files(folder: str, files: list[str]) -> list[LayoutRun]:
@@ -40,14 +46,17 @@ def sniff_files(folder: str, files: list[str]) -> list[LayoutRun]:
             continue
         if os.path.splitext(low)[1] not in SNIFF_EXTS:
             continue
-        found = sniff_table(path)
+        head = read_head(path)
+        found = sniff_table(path, head)
         if found is not None and (found.kind == "json" or not low.endswith(".json")):
             table.files.append(path)  # a .json file counts only as an array of records
             table.sniffs[path] = found
             continue
-        from ..textlog import sniff_text  # its grammars compile on first use, not at start-up
+        if low.endswith((".json", ".csv", ".tsv")) or not may_be_text_log(head):
+            continue  # no text log: textlog (its grammars compile on import) is not imported
+        from ..textlog import sniff_text
 
-        grammar = sniff_text(path) if not low.endswith((".json", ".csv", ".tsv")) else None
+        grammar = sniff_text(path)
         if grammar is not None:
             texts.append(LayoutRun(path, "text", [path], grammar.describe(), {path: grammar}))
     specs = []

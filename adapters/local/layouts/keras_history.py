@@ -20,7 +20,6 @@ such as `LMOutput_loss`), one value per epoch. Each file is one run; a folder ma
 from __future__ import annotations
 
 import ast
-import fnmatch
 import io
 import math
 import os
@@ -32,16 +31,18 @@ import rundiff_core  # the data model (numpy) loads when a log is read, not to s
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import np, pd
-from .common import CONFIG_FILES, Meta, read_json
+from .common import CONFIG_FILES, Meta, name_matches, read_json
 
 HEAD_BYTES = 4096
 NOT_MINE = ("*results*.json", "*meta*.json", "trainer_state.json", "run.json", "info.json",
             "dvclive.json", "package.json", "package-lock.json", "tsconfig.json")
 _NUM = rb"(?:[-+]?(?:\d|\.\d)|NaN|-?Infinity)"
-_JSON_HEAD = re.compile(rb'\A\s*\{\s*"((?:[^"\\]|\\.){1,200})"\s*:\s*\[\s*' + _NUM)
-_REPR_HEAD = re.compile(rb"\A\s*\"\{\s*'([^'\\\"]{1,200})'\s*:\s*\[\s*(?:[-+]?(?:\d|\.\d)|nan|-?inf)")
-_JSON_KEYS = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:\s*\[')
-_REPR_KEYS = re.compile(rb"'([^'\\\"]{1,200})'\s*:\s*\[")
+# Patterns compiled (and cached by re) on first use: a sniff of JSON files that open no list never
+# compiles them. Each needs a `[` in the head, which `sniff_history` checks first.
+_JSON_HEAD = rb'\A\s*\{\s*"((?:[^"\\]|\\.){1,200})"\s*:\s*\[\s*' + _NUM
+_REPR_HEAD = rb"\A\s*\"\{\s*'([^'\\\"]{1,200})'\s*:\s*\[\s*(?:[-+]?(?:\d|\.\d)|nan|-?inf)"
+_JSON_KEYS = rb'"((?:[^"\\]|\\.){1,200})"\s*:\s*\['
+_REPR_KEYS = rb"'([^'\\\"]{1,200})'\s*:\s*\["
 _NAN_MARK = "\x00rundiff-nan\x00"
 
 
@@ -57,7 +58,7 @@ def sniff_history(path: str, head: bytes | None = None) -> str | None:
     name = os.path.basename(path)
     low = name.lower()
     if not low.endswith(".json") or low in CONFIG_FILES or \
-            any(fnmatch.fnmatch(low, p) for p in NOT_MINE):
+            name_matches(low, NOT_MINE):
         return None
     if head is None:
         try:
@@ -66,10 +67,12 @@ def sniff_history(path: str, head: bytes | None = None) -> str | None:
         except OSError:
             return None
     head = head.lstrip(b"\xef\xbb\xbf")
-    if _JSON_HEAD.match(head):
-        kind, keys = "json", _JSON_KEYS.findall(head)
-    elif _REPR_HEAD.match(head):
-        kind, keys = "repr", _REPR_KEYS.findall(head)
+    if b"[" not in head:  # both shapes open a list at once: no `[`, no history
+        return None
+    if re.match(_JSON_HEAD, head):
+        kind, keys = "json", re.findall(_JSON_KEYS, head)
+    elif re.match(_REPR_HEAD, head):
+        kind, keys = "repr", re.findall(_REPR_KEYS, head)
     else:
         return None
     names = [k.decode("utf-8", "replace") for k in keys]

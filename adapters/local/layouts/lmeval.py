@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 import os
 import re
-from datetime import datetime
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
@@ -36,8 +35,8 @@ from ..lazy import pd
 from ..sniff import read_head
 from .common import Meta, read_json
 
-_HEAD = re.compile(rb'^\s*\{\s*"results"\s*:\s*\{')
-_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d+))?")
+_HEAD = rb'^\s*\{\s*"results"\s*:\s*\{'  # compiled on first use: checked after the cheap test
+_STAMP = r"(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d+))?"  # compiled when a run is read
 GOAL_SOURCE = "lm-eval higher_is_better"
 TASK_CONFIG_KEYS = ("num_fewshot", "dataset_path", "dataset_name", "output_type")
 RUN_CONFIG_SKIP = {"model_args", "batch_sizes", "device"}  # parsed, or how it ran, not what
@@ -46,7 +45,8 @@ TOP_CONFIG_KEYS = ("lm_eval_version", "git_hash", "transformers_version", "fewsh
 
 
 def is_results(path: str) -> bool:
-    return _HEAD.match(read_head(path, 256)) is not None
+    head = read_head(path, 256)
+    return b'"results"' in head and re.match(_HEAD, head) is not None
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -108,8 +108,10 @@ def _date(data: dict[str, Any], path: str) -> float:
     d = data.get("date")
     if isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d):
         return float(d)
-    m = _STAMP.search(os.path.basename(path))
+    m = re.search(_STAMP, os.path.basename(path))
     if m:
+        from datetime import datetime  # reading only: sniffing a folder never needs it
+
         try:
             frac = (m.group(5) or "0")[:6].ljust(6, "0")
             return datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}:{m.group(3)}:{m.group(4)}"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from typing import Any
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
@@ -71,6 +70,8 @@ def _jsonpickled(v: Any) -> Any:
 
 
 def _iso(ts: Any) -> float:
+    from datetime import datetime  # reading only: sniffing a folder never needs it
+
     try:
         return datetime.fromisoformat(str(ts)).timestamp()
     except ValueError:

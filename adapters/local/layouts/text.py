@@ -8,7 +8,6 @@ import os
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import pd
-from ..textlog import read_text_log
 from .common import Meta, read_config_files
 
 
@@ -23,4 +22,6 @@ def meta(spec: LayoutRun) -> Meta:
 
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
+    from ..textlog import read_text_log  # the grammars compile on import: only to read a log
+
     return read_text_log(spec.path, spec.sniffs.get(spec.path))

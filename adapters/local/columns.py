@@ -1,0 +1,27 @@
+"""`Columns`: a wide table as named float columns, what `sniff`'s readers build from a log.
+
+Apart from `sniff`, whose sniffing every `detect` runs, because only reading a table builds one
+(a dataclass costs start-up to create).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class Columns:
+    """A wide table as named float columns plus the cells that were logged (valid)."""
+
+    names: list[str]
+    values: list[np.ndarray]
+    valid: list[np.ndarray]
+    text: list[str]
+    rows: int
+    #: the cells of text columns named like a split (SPLIT_NAMES) in delimited tables, None
+    #: where empty: `to_long` decides whether they name the rows
+    labels: dict[str, list[Any]] = field(default_factory=dict)
