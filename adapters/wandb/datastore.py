@@ -453,24 +453,60 @@ def fold_summary_at(path: str, payloads: tuple[np.ndarray, np.ndarray, bytes],
     """The summary fold of a log read earlier with `summary=False`, from its summary payloads'
     file offsets alone: no framing, no record types again. Only while the file has the stamp of
     that read (which checked every chunk CRC clean); None otherwise, and the caller reads the log
-    again (`read_log(history=False)`)."""
+    again (`read_log(history=False)`).
+
+    The payloads are read a window of `FOLD_WINDOW` bytes at a time into one reused buffer, in
+    log order, the records that spanned chunks (kept by the first read) where they fall: no
+    second copy of a big log in memory, and none of the page faults a fresh one costs."""
+    s, e, joined = payloads
+    log = LogData(path=path)
+    fold = _SummaryFold(log)
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
         if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev) != verified:
             return None
-        s, e, joined = payloads
-        raw = _zeroed(st.st_size + len(joined) + PAD)
-        n = fh.readinto(memoryview(raw)[: st.st_size]) or 0
-        if n != st.st_size or os.fstat(fh.fileno()).st_mtime_ns != st.st_mtime_ns:
+        size = st.st_size
+        spilled = bytes(joined)
+        in_file = s < size
+        f_idx = np.flatnonzero(in_file)
+        longest = int((e[f_idx] - s[f_idx]).max()) if f_idx.size else 0
+        room = max(FOLD_WINDOW, longest)
+        window = bytearray(room + len(spilled) + PAD)
+        view = memoryview(window)
+        k, start = 0, 0  # next file payload (of f_idx), next payload in log order
+        while start < s.size:
+            if k < f_idx.size:  # file payloads k … m-1 fit the window; joined ones go along
+                m = k + int(np.searchsorted(e[f_idx[k:]], int(s[f_idx[k]]) + room, side="right"))
+                m = max(m, k + 1)
+                stop = int(f_idx[m]) if m < f_idx.size else s.size
+                lo, hi = int(s[f_idx[k]]), int(e[f_idx[m - 1]])
+            else:  # only records that spanned chunks are left
+                m, stop, lo, hi = k, s.size, 0, 0
+            fh.seek(lo)
+            if (fh.readinto(view[: hi - lo]) or 0) != hi - lo:
+                return None
+            ws, we = s[start:stop] - lo, e[start:stop] - lo
+            spill = ~in_file[start:stop]
+            used = hi - lo
+            if spill.any():  # joined records after the file bytes, as the first read laid them out
+                js, je = s[start:stop][spill] - size, e[start:stop][spill] - size
+                parts = [spilled[a:b] for a, b in zip(js.tolist(), je.tolist(), strict=True)]
+                sizes = np.array([len(x) for x in parts], dtype=np.int64)
+                at = used + np.cumsum(sizes) - sizes
+                window[used : used + int(sizes.sum())] = b"".join(parts)
+                ws[spill], we[spill] = at, at + sizes
+                used += int(sizes.sum())
+            view[used : used + PAD] = bytes(PAD)
+            fold.add(window, np.frombuffer(window, dtype=np.uint8, count=used + PAD), ws, we)
+            k, start = m, stop
+        if os.fstat(fh.fileno()).st_mtime_ns != st.st_mtime_ns:
             return None
-    raw[n : n + len(joined)] = joined  # the records that spanned chunks, as the first read joined them
-    log = LogData(path=path)
-    if s.size:
-        _summary_fold_vec(raw, np.frombuffer(raw, dtype=np.uint8), s, e, log)
+    fold.finish()
     return log.summary_updates
 
 
 SUMMARY_CHUNK = 1 << 14  # summary records walked at once: temporaries stay in cache, memory bounded
+FOLD_WINDOW = 1 << 22  # bytes of a log the lazy fold reads at once
 
 
 def _summary_fold_vec(buf: bytes, arr: np.ndarray, s: np.ndarray, e: np.ndarray, log: LogData) -> None:
@@ -487,81 +523,102 @@ def _summary_fold_vec(buf: bytes, arr: np.ndarray, s: np.ndarray, e: np.ndarray,
     The result and the damage count are the reference's, tested on real logs, on logs of the
     installed wandb and on randomly damaged ones.
     """
-    keep, copies = last_of_repeats(buf, np.arange(s.size), s, e, counts=True)
-    s, e = s[keep], e[keep]
-    paths: list[tuple[str, ...]] = []
-    path_id: dict[tuple[str, ...], int] = {}
-    key_pid: dict[bytes, int] = {}  # a key's raw bytes (as the walk spans them) → path id
-    last_chunk: list[int] = []  # per path id: the chunk of its final operation …
-    last_order: list[int] = []  # … its order in that chunk, and its value (None: removed)
-    last_value: list[bytes | None] = []
+    fold = _SummaryFold(log)
+    fold.add(buf, arr, s, e)
+    fold.finish()
 
-    def pid_of(path: tuple[str, ...]) -> int:
-        c = path_id.get(path)
+
+class _SummaryFold:
+    """`_summary_fold_vec`'s state across batches of summary payloads given in log order (the
+    lazy fold's windows of the file): per key path, the batch and position of its last
+    operation, and its value (bytes copied out of the batch's buffer; None when removed)."""
+
+    def __init__(self, log: LogData) -> None:
+        self.log = log
+        self.paths: list[tuple[str, ...]] = []
+        self.path_id: dict[tuple[str, ...], int] = {}
+        self.key_pid: dict[bytes, int] = {}  # a key's raw bytes (as the walk spans them) → path id
+        self.last_chunk: list[int] = []
+        self.last_order: list[int] = []
+        self.last_value: list[bytes | None] = []
+        self.chunk = 0
+
+    def pid_of(self, path: tuple[str, ...]) -> int:
+        c = self.path_id.get(path)
         if c is None:
-            c = path_id[path] = len(paths)
-            paths.append(path)
-            last_chunk.append(-1)
-            last_order.append(-1)
-            last_value.append(None)
+            c = self.path_id[path] = len(self.paths)
+            self.paths.append(path)
+            self.last_chunk.append(-1)
+            self.last_order.append(-1)
+            self.last_value.append(None)
         return c
 
-    for chunk, lo in enumerate(range(0, s.size, SUMMARY_CHUNK)):
-        cs, ce = s[lo : lo + SUMMARY_CHUNK], e[lo : lo + SUMMARY_CHUNK]
-        items, _step, flagged = walk(arr, cs, ce, history=False)
-        codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
-        remap = np.empty(len(keys), dtype=np.int64)
-        for c, raw in enumerate(keys):
-            got = key_pid.get(raw)
-            if got is None:
-                got = key_pid[raw] = pid_of(span_names([raw])[0])
-            remap[c] = got
-        pid = remap[codes] if codes.size else codes
-        rec, j, rm = items["rec"], items["j"], items["rm"]
-        vs, ve = items["vs"], items["ve"]
-        # records off the walk's shape: one by one, as the reference reads them
-        py_rec: list[int] = []
-        py_j: list[int] = []
-        py_pid: list[int] = []
-        py_rm: list[bool] = []
-        py_val: list[bytes | None] = []
-        flagged_idx = np.flatnonzero(flagged).tolist()
-        log.summary_records_one_by_one += len(flagged_idx)
-        for r in flagged_idx:
-            try:
-                entries = [(f, item(buf, *val)) for f, wire, val in fields(buf, int(cs[r]), int(ce[r]))
-                           if wire == 2 and f in (1, 2)]
-            except DAMAGE:
-                log.stats.bad_records += int(copies[lo + r])
+    def add(self, buf: bytes | bytearray, arr: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
+        """Fold the payloads `s`..`e` of `buf` (`arr`: its bytes as uint8, zero padding after the
+        last payload)."""
+        log = self.log
+        keep, copies = last_of_repeats(arr, np.arange(s.size), s, e, counts=True)
+        s, e = s[keep], e[keep]
+        for lo in range(0, s.size, SUMMARY_CHUNK):
+            chunk = self.chunk
+            self.chunk += 1
+            cs, ce = s[lo : lo + SUMMARY_CHUNK], e[lo : lo + SUMMARY_CHUNK]
+            items, _step, flagged = walk(arr, cs, ce, history=False)
+            codes, keys = protobuf.factorize_spans(arr, items["ks"], items["ke"] - items["ks"])
+            remap = np.empty(len(keys), dtype=np.int64)
+            for c, raw in enumerate(keys):
+                got = self.key_pid.get(raw)
+                if got is None:
+                    got = self.key_pid[raw] = self.pid_of(span_names([raw])[0])
+                remap[c] = got
+            pid = remap[codes] if codes.size else codes
+            rec, j, rm = items["rec"], items["j"], items["rm"]
+            vs, ve = items["vs"], items["ve"]
+            # records off the walk's shape: one by one, as the reference reads them
+            py_rec: list[int] = []
+            py_j: list[int] = []
+            py_pid: list[int] = []
+            py_rm: list[bool] = []
+            py_val: list[bytes | None] = []
+            flagged_idx = np.flatnonzero(flagged).tolist()
+            log.summary_records_one_by_one += len(flagged_idx)
+            for r in flagged_idx:
+                try:
+                    entries = [(f, item(buf, *val)) for f, wire, val in fields(buf, int(cs[r]), int(ce[r]))
+                               if wire == 2 and f in (1, 2)]
+                except DAMAGE:
+                    log.stats.bad_records += int(copies[lo + r])
+                    continue
+                for jj, (f, (key, value)) in enumerate(entries):
+                    py_rec.append(r)
+                    py_j.append(jj)
+                    py_pid.append(self.pid_of(key))
+                    py_rm.append(f == 2)
+                    py_val.append(bytes(value) if f == 1 else None)
+            n_vec = pid.size
+            if py_rec:
+                rec = np.concatenate([rec, np.asarray(py_rec, dtype=np.int64)])
+                j = np.concatenate([j, np.asarray(py_j, dtype=np.int64)])
+                rm = np.concatenate([rm, np.asarray(py_rm, dtype=bool)])
+                pid = np.concatenate([pid, np.asarray(py_pid, dtype=np.int64)])
+            if not pid.size:
                 continue
-            for jj, (f, (key, value)) in enumerate(entries):
-                py_rec.append(r)
-                py_j.append(jj)
-                py_pid.append(pid_of(key))
-                py_rm.append(f == 2)
-                py_val.append(value if f == 1 else None)
-        n_vec = pid.size
-        if py_rec:
-            rec = np.concatenate([rec, np.asarray(py_rec, dtype=np.int64)])
-            j = np.concatenate([j, np.asarray(py_j, dtype=np.int64)])
-            rm = np.concatenate([rm, np.asarray(py_rm, dtype=bool)])
-            pid = np.concatenate([pid, np.asarray(py_pid, dtype=np.int64)])
-        if not pid.size:
-            continue
-        width = int(j.max()) + 1
-        order = (rec * 2 + rm) * width + j  # log order within the chunk: record, phase, field
-        latest = np.full(len(paths), -1, dtype=np.int64)
-        np.maximum.at(latest, pid, order)
-        for i in np.flatnonzero(order == latest[pid]).tolist():
-            c = int(pid[i])
-            last_chunk[c], last_order[c] = chunk, int(order[i])
-            if i >= n_vec:
-                last_value[c] = py_val[i - n_vec]
-            else:
-                last_value[c] = None if rm[i] else buf[int(vs[i]) : int(ve[i])]
-    done = [c for c in range(len(paths)) if last_chunk[c] >= 0]
-    done.sort(key=lambda c: (last_chunk[c], last_order[c]))
-    log.summary_updates = {paths[c]: last_value[c] for c in done}
+            width = int(j.max()) + 1
+            order = (rec * 2 + rm) * width + j  # log order within the chunk: record, phase, field
+            latest = np.full(len(self.paths), -1, dtype=np.int64)
+            np.maximum.at(latest, pid, order)
+            for i in np.flatnonzero(order == latest[pid]).tolist():
+                c = int(pid[i])
+                self.last_chunk[c], self.last_order[c] = chunk, int(order[i])
+                if i >= n_vec:
+                    self.last_value[c] = py_val[i - n_vec]
+                else:
+                    self.last_value[c] = None if rm[i] else bytes(buf[int(vs[i]) : int(ve[i])])
+
+    def finish(self) -> None:
+        done = [c for c in range(len(self.paths)) if self.last_chunk[c] >= 0]
+        done.sort(key=lambda c: (self.last_chunk[c], self.last_order[c]))
+        self.log.summary_updates = {self.paths[c]: self.last_value[c] for c in done}
 
 
 def _summary_fold_py(buf: bytes, spans: list[tuple[int, int, int]], log: LogData) -> None:

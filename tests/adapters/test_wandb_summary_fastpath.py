@@ -588,3 +588,18 @@ def test_a_damaged_chunk_found_by_the_block_check_is_recovered_as_before(current
     assert by_block.stats.corrupt_chunks == one_by_one.stats.corrupt_chunks == 1
     assert _items(by_block) == _items(one_by_one)
     assert by_block.history.value.tobytes() == one_by_one.history.value.tobytes()
+
+
+@pytest.mark.parametrize("window", [1 << 22, 4096, 1])
+def test_the_lazy_fold_in_windows_equals_the_full_fold(current_log, realdata, monkeypatch, window):
+    """The lazy fold reads the file a window at a time (one payload per window at the smallest),
+    with the records that spanned chunks folded where they fall in log order: the summary equals
+    the one-pass fold's, keys, order and values, on every log at hand."""
+    monkeypatch.setattr(datastore, "FOLD_WINDOW", window)
+    for path in [current_log["log"], _old_writer_log(), *_real_logs(realdata)]:
+        first = read_log(path, summary=False)
+        assert first.verified is not None and first.summary_payloads is not None, path
+        lazy = datastore.fold_summary_at(path, first.summary_payloads, first.verified)
+        full = read_log(path, history=False).summary_updates or {}
+        assert [(k, None if v is None else bytes(v)) for k, v in (lazy or {}).items()] == \
+            [(k, None if v is None else bytes(v)) for k, v in full.items()], (path, window)
