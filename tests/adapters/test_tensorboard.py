@@ -30,6 +30,7 @@ from rundiff_core.testing import (
 pytest.importorskip("tensorboard")
 pytest.importorskip("tensorboardX")
 
+from tb_peers import tensor_scalar_rows  # noqa: E402
 from tensorboard.backend.event_processing import event_accumulator as ea_mod  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea_mod  # noqa: E402
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
@@ -49,10 +50,7 @@ def ea_frame(path: str, *, purge: bool = False) -> pd.DataFrame:
     rows = []
     for tag in acc.Tags()["scalars"]:
         rows += [(e.step, tag, e.value, e.wall_time) for e in acc.Scalars(tag)]
-    for tag in acc.Tags()["tensors"]:
-        if acc.SummaryMetadata(tag).plugin_data.plugin_name == "scalars":
-            rows += [(e.step, tag, float(tensor_util.make_ndarray(e.tensor_proto).item()),
-                      e.wall_time) for e in acc.Tensors(tag)]
+    rows += tensor_scalar_rows(acc)
     return pd.DataFrame(rows, columns=["step", "key", "value", "wall_time"])
 
 
@@ -61,10 +59,7 @@ def plugin_ea_frame(path: str, *, purge: bool = True) -> pd.DataFrame:
     acc = pea_mod.EventAccumulator(path, size_guidance={"tensors": 0}, purge_orphaned_data=purge)
     acc.Reload()
     rows = []
-    for tag in acc.Tags()["tensors"]:
-        if acc.SummaryMetadata(tag).plugin_data.plugin_name == "scalars":
-            rows += [(e.step, tag, float(tensor_util.make_ndarray(e.tensor_proto).item()),
-                      e.wall_time) for e in acc.Tensors(tag)]
+    rows += tensor_scalar_rows(acc)
     return pd.DataFrame(rows, columns=["step", "key", "value", "wall_time"])
 
 

@@ -23,13 +23,13 @@ from rundiff_core.testing import assert_history_equal
 
 pytest.importorskip("tensorboard")
 
+from tb_peers import tensor_scalar_rows  # noqa: E402
 from tensorboard.backend.event_processing import event_accumulator as ea_mod  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea_mod  # noqa: E402
 from tensorboard.backend.event_processing.event_file_loader import (  # noqa: E402
     RawEventFileLoader,
 )
 from tensorboard.compat.proto import event_pb2  # noqa: E402
-from tensorboard.util import tensor_util  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tf2-writer"
 RUN = FIXTURE / "run"
@@ -39,12 +39,7 @@ EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 def tensor_scalars(acc) -> pd.DataFrame:
     """An accumulator's TF2 scalars: tensor tags whose plugin is 'scalars' (how TF2 writes them;
     its Scalars() holds none)."""
-    rows = []
-    for tag in acc.Tags()["tensors"]:
-        if acc.SummaryMetadata(tag).plugin_data.plugin_name == "scalars":
-            rows += [(e.step, tag, float(tensor_util.make_ndarray(e.tensor_proto).item()),
-                      e.wall_time) for e in acc.Tensors(tag)]
-    return pd.DataFrame(rows, columns=["step", "key", "value", "wall_time"])
+    return pd.DataFrame(tensor_scalar_rows(acc), columns=["step", "key", "value", "wall_time"])
 
 
 @pytest.fixture(scope="module")
