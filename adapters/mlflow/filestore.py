@@ -283,20 +283,12 @@ def _parse_concatenated(blobs: list[bytes], names: list[str], counts: list[int])
 
 
 def _parse_slow(key: str, data: bytes) -> tuple[pd.DataFrame, int]:
-    """Line by line with parse_line (MLflow's reader): bad lines skipped and counted."""
-    rows, bad = [], 0
-    for raw in data.decode("utf-8", errors="replace").splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        parsed = parse_line(line)
-        if parsed is None:
-            bad += 1
-        else:
-            rows.append(parsed)
-    arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
-    return _columns(np.zeros(len(arr), dtype=np.int32), [key], arr[:, 0].copy(), arr[:, 1].copy(),
-                    arr[:, 2].copy()).to_frame(), bad
+    """Line by line with parse_line (MLflow's reader), as the reader's own fallback path reads a
+    file: bad lines skipped and counted."""
+    from .metricfile import _line_by_line
+
+    step, value, wall, bad = _line_by_line(bytearray(data), 0, len(data))
+    return _columns(np.zeros(len(step), dtype=np.int32), [key], step, value, wall).to_frame(), bad
 
 
 def _latest(folder: str) -> dict[str, float]:

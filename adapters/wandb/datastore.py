@@ -466,7 +466,7 @@ def fold_summary_at(path: str, payloads: tuple[np.ndarray, np.ndarray, bytes],
         if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev) != verified:
             return None
         size = st.st_size
-        spilled = bytes(joined)
+        spilled = joined  # the bytes of the records that spanned chunks, as the first read kept them
         in_file = s < size
         f_idx = np.flatnonzero(in_file)
         longest = int((e[f_idx] - s[f_idx]).max()) if f_idx.size else 0

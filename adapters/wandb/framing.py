@@ -69,17 +69,27 @@ class Framed:
 CRC_BATCH = 1 << 16  # chunks per batch: their offsets as Python ints are made, used and let go
 
 
-def chunk_crcs(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> np.ndarray:
-    """The CRC-32 of each chunk's type + data (one C call per chunk), a batch of chunks at a time:
-    the offsets of a million chunks as Python ints would be ~70 MB of fresh memory at once."""
-    out = np.empty(cpos.size, dtype=np.uint32)
+def span_crcs(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The CRC-32 of each span `data[start:end]` (one C call per span), a batch of spans at a
+    time: the offsets of a million spans as Python ints would be ~70 MB of fresh memory at once."""
+    out = np.empty(starts.size, dtype=np.uint32)
     crc, piece = zlib.crc32, data.__getitem__
-    for lo in range(0, cpos.size, CRC_BATCH):
-        a = (cpos[lo : lo + CRC_BATCH] + 6).tolist()
-        b = cend[lo : lo + CRC_BATCH].tolist()
+    for lo in range(0, starts.size, CRC_BATCH):
+        a = starts[lo : lo + CRC_BATCH].tolist()
+        b = ends[lo : lo + CRC_BATCH].tolist()
         out[lo : lo + len(a)] = np.fromiter(map(crc, map(piece, map(slice, a, b))), dtype=np.uint32,
                                             count=len(a))
     return out
+
+
+def chunk_crcs(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> np.ndarray:
+    """The CRC-32 of each chunk's type + data."""
+    return span_crcs(data, cpos + 6, cend)
+
+
+def _stored_crcs(data: memoryview, cpos: np.ndarray) -> np.ndarray:
+    """The CRC each chunk header stores (its first four bytes, little-endian)."""
+    return np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))[cpos]
 
 
 BLOCK_CHECK_ABOVE = 1 << 14  # chunks: more than this and the CRCs are checked block by block
@@ -94,8 +104,7 @@ def crcs_match(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> bool:
     checks chunk by chunk."""
     if cpos.size > BLOCK_CHECK_ABOVE:
         return block_crcs_match(data, cpos, cend)
-    want = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))[cpos]
-    return bool(np.array_equal(chunk_crcs(data, cpos, cend), want))
+    return bool(np.array_equal(chunk_crcs(data, cpos, cend), _stored_crcs(data, cpos)))
 
 
 _SHIFT_TABLES: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -154,23 +163,20 @@ def block_crcs_match(data: memoryview, cpos: np.ndarray, cend: np.ndarray) -> bo
     arr = np.frombuffer(data, dtype=np.uint8)
     byte, _low, _high = _shift_tables()
     blk = cpos // BLOCK
-    first = np.flatnonzero(np.concatenate([[True], blk[1:] != blk[:-1]]))
-    last = np.concatenate([first[1:], [cpos.size]]) - 1
-    if not (cpos[1:][blk[1:] == blk[:-1]] == cend[:-1][blk[1:] == blk[:-1]]).all():
+    same_block = blk[1:] == blk[:-1]
+    if not (cpos[1:][same_block] == cend[:-1][same_block]).all():
         return False  # chunks of a block are back to back; anything else is not ours to add up
+    first = np.flatnonzero(np.concatenate([[True], ~same_block]))
+    last = np.concatenate([first[1:], [cpos.size]]) - 1
     span_end = np.repeat(cend[last], last - first + 1)
     reg = np.full(cpos.size, 0xFFFFFFFF, dtype=np.uint32)  # crc32 of each 6-byte header
     for k in range(6):
         reg = byte[((reg ^ arr[cpos + k]) & np.uint32(0xFF)).astype(np.int64)] ^ (reg >> np.uint32(8))
     reg ^= np.uint32(0xFFFFFFFF)
-    stored = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))[cpos]
     part = _shift(reg, span_end - (cpos + 6))
-    part ^= _shift(stored, span_end - cend)
+    part ^= _shift(_stored_crcs(data, cpos), span_end - cend)
     want = np.bitwise_xor.reduceat(part, first)
-    got = np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, cpos[first].tolist(),
-                                                                 cend[last].tolist()))),
-                      dtype=np.uint32, count=first.size)
-    return bool(np.array_equal(got, want))
+    return bool(np.array_equal(span_crcs(data, cpos[first], cend[last]), want))
 
 
 def frame(raw: bytearray, n: int, *, crc: bool = True) -> Framed:

@@ -457,7 +457,7 @@ def span_word(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, j: int) 
     return w
 
 
-def few_codes(h: np.ndarray, sample: int = 4096) -> tuple[np.ndarray, np.ndarray] | None:
+def _few_codes(h: np.ndarray, sample: int = 4096) -> tuple[np.ndarray, np.ndarray] | None:
     """factorize for hashes of a few distinct strings (a run's tags): the distinct values of a
     spread-out sample, then a binary search of every hash among them — no sort of all of them.
     Values the sample missed (a key logged now and then) are added from the misses alone. None
@@ -502,7 +502,7 @@ def factorize_spans(
     h = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     for w in (first_w, last_w):
         h ^= w + np.uint64(0x632BE59BD9B4E019) + (h << np.uint64(6)) + (h >> np.uint64(2))
-    codes, uniq = few_codes(h) or factorize(h)
+    codes, uniq = _few_codes(h) or factorize(h)
     codes = codes.astype(np.int64)
     first = np.empty(len(uniq), np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)  # last write wins: the first occurrence
