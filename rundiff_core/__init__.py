@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "read_jsonl": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
     "read_flat_jsonl": "parsing.jsonl_numeric",
+    "PlainRecord": "plain",  # repr and equality of a record class without @dataclass's start-up cost
+    "FrozenRecord": "plain",
     "number_spans": "parsing.jsonl_numeric",  # JSON number tokens at byte spans, in bulk
     "NUMBER_SPAN_PAD": "parsing.jsonl_numeric",
     "step_notes": "parsing.fidelity",
@@ -186,6 +188,8 @@ __all__ = [
     "read_jsonl",
     "read_flat_jsonl",
     "number_spans",
+    "PlainRecord",
+    "FrozenRecord",
     "NUMBER_SPAN_PAD",
     "redact_text",
     "seed_folder_siblings",
@@ -274,6 +278,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
+    from .plain import FrozenRecord, PlainRecord
     from .plugins import layouts_in_order
     from .redact import REDACTED, redact_text
     from .registry import AdapterSpec, OptionSpec, adapters_hook

@@ -9,9 +9,10 @@ error. See docs/addresses.md for the table.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import AmbiguousSourceError, InputError, UnrecognizedSourceError
+from .plain import FrozenRecord
 from .plugins import Plugins, get_plugins
 from .registry import AdapterSpec, claim_priority
 
@@ -19,37 +20,15 @@ if TYPE_CHECKING:
     from .claims import Claim, ProjectClaim
 
 
-class RankedClaim:
-    """A claim with the adapter that made it. Written out as the frozen dataclass it was (init,
-    repr, equality, hash, no assignment): `detect` builds one per claim, and creating the
-    dataclass cost more start-up than all of its uses."""
+class RankedClaim(FrozenRecord):
+    """A claim with the adapter that made it, as the frozen dataclass it was (`FrozenRecord`):
+    `detect` builds one per claim, and creating the dataclass cost more start-up than all of its
+    uses."""
 
     __match_args__ = ("claim", "spec")
 
     def __init__(self, claim: Claim, spec: AdapterSpec) -> None:
-        object.__setattr__(self, "claim", claim)
-        object.__setattr__(self, "spec", spec)
-
-    def __repr__(self) -> str:
-        return f"RankedClaim(claim={self.claim!r}, spec={self.spec!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.claim, self.spec) == (other.claim, other.spec)  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((self.claim, self.spec))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        self._set_fields(claim, spec)
 
     @property
     def priority(self) -> int:

@@ -65,15 +65,14 @@ def step_column(columns: list[str]) -> str | None:
 _NEW: Any = object()  # "a new empty list", Sniff's default
 
 
-class Sniff:
+class Sniff(rundiff_core.PlainRecord):
     """What a file's first few KiB say about its layout: `kind` (a key of KINDS), `header`,
     `comments` (leading `#` lines: SB3 monitor JSON), `step` (the x column, or None) and
-    `rows_seen`. Written out as the dataclass it was (init with a new list per list field, repr,
+    `rows_seen`. A `PlainRecord`, as the dataclass it was (init with a new list per list field, repr,
     equality, unhashable): a sniff builds one per file, and creating the dataclass cost `detect`
     more than all of its uses."""
 
     __match_args__ = ("kind", "header", "comments", "step", "rows_seen")
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __init__(self, kind: str, header: list[str] = _NEW, comments: list[str] = _NEW,
                  step: str | None = None, rows_seen: int = 0) -> None:
@@ -82,18 +81,6 @@ class Sniff:
         self.comments: list[str] = [] if comments is _NEW else comments
         self.step = step
         self.rows_seen = rows_seen
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.kind, self.header, self.comments, self.step, self.rows_seen)
-
-    def __repr__(self) -> str:
-        return (f"Sniff(kind={self.kind!r}, header={self.header!r}, comments={self.comments!r}, "
-                f"step={self.step!r}, rows_seen={self.rows_seen!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
 
     @property
     def described(self) -> str:

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from rundiff_core import footer_has_columns, walk_dirs
+from rundiff_core import FrozenRecord, PlainRecord, footer_has_columns, walk_dirs
 
 PART_RE = re.compile(r"^(?P<prefix>.+)_part_(?P<n>\d+)\.parquet$")
 DATA_LOG_RE = re.compile(r"^data-(?P<v>\d+)\.log$")
@@ -25,10 +25,10 @@ EXPORT_COLUMNS = {"run_id", "attribute_path", "attribute_type"}
 SCAN_BUDGET = 4000  # directory entries a sniff may look at before giving up
 
 
-class ExportGroup:
+class ExportGroup(FrozenRecord):
     """One run's part files in an exporter project folder (or a hand-made single file):
     `directory`, `prefix`, `parts` (the existing `*_part_<n>.parquet`, in part order) and
-    `tmp_parts` (`*.parquet.tmp` left by an interrupted export). Written out as the frozen
+    `tmp_parts` (`*.parquet.tmp` left by an interrupted export). A `FrozenRecord`, as the frozen
     dataclass it was (init, repr, equality, hash, no assignment): this module is imported by
     every sniff, and creating the dataclass cost more start-up than all of its uses."""
 
@@ -36,34 +36,7 @@ class ExportGroup:
 
     def __init__(self, directory: str, prefix: str, parts: tuple[str, ...],
                  tmp_parts: int = 0) -> None:
-        for name, value in zip(self.__match_args__, (directory, prefix, parts, tmp_parts),
-                               strict=True):
-            object.__setattr__(self, name, value)
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.directory, self.prefix, self.parts, self.tmp_parts)
-
-    def __repr__(self) -> str:
-        return (f"ExportGroup(directory={self.directory!r}, prefix={self.prefix!r}, "
-                f"parts={self.parts!r}, tmp_parts={self.tmp_parts!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        self._set_fields(directory, prefix, parts, tmp_parts)
 
     @property
     def anchor(self) -> str:
@@ -84,15 +57,14 @@ class ExportGroup:
 _NEW = object()  # "a new empty list", Found's default
 
 
-class Found:
+class Found(PlainRecord):
     """Every Neptune run container under a path, by format: `exports` (ExportGroup), `legacy`
     (1.x container folders), `scale` (run_operations.sqlite3 paths), `skipped` (non-run
-    containers: models, projects). Written out as the dataclass it was (init with a new list per
+    containers: models, projects). A `PlainRecord`, as the dataclass it was (init with a new list per
     field, repr, equality, unhashable): every sniff builds one, and creating the dataclass cost
     more start-up than all of its uses."""
 
     __match_args__ = ("exports", "legacy", "scale", "skipped")
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __init__(self, exports: Any = _NEW, legacy: Any = _NEW, scale: Any = _NEW,
                  skipped: Any = _NEW) -> None:
@@ -100,16 +72,6 @@ class Found:
         self.legacy: list[str] = [] if legacy is _NEW else legacy
         self.scale: list[str] = [] if scale is _NEW else scale
         self.skipped: list[str] = [] if skipped is _NEW else skipped
-
-    def __repr__(self) -> str:
-        return (f"Found(exports={self.exports!r}, legacy={self.legacy!r}, scale={self.scale!r}, "
-                f"skipped={self.skipped!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.exports, self.legacy, self.scale, self.skipped) == (
-            other.exports, other.legacy, other.scale, other.skipped)  # type: ignore[attr-defined]
 
     def __bool__(self) -> bool:
         return bool(self.exports or self.legacy or self.scale)
