@@ -47,6 +47,7 @@ __all__ = [
     "InMemorySource",
     "WrittenRun",
     "assert_history_equal",
+    "assert_same_report",
     "collect_claims",
     "get_plugins",
     "hash_tree",
@@ -521,6 +522,29 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     return a == b or str(a) == str(b)
 
+
+
+def assert_same_report(a: Any, b: Any, *, rel_tol: float = 1e-9, abs_tol: float = 1e-12,
+                       where: str = "$") -> None:
+    """Two JSON reports are the same report: equal keys, lists, strings and flags, numbers equal
+    within `rel_tol`/`abs_tol`. Two processes (or BLAS kernels) may round a least-squares fit
+    differently in its last bits; a report compared bit for bit across processes fails on that.
+    The first difference is named by its JSON path."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{where}: keys differ: {sorted(set(a) ^ set(b))}"
+        for k in a:
+            assert_same_report(a[k], b[k], rel_tol=rel_tol, abs_tol=abs_tol, where=f"{where}.{k}")
+    elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        assert len(a) == len(b), f"{where}: {len(a)} items against {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_report(x, y, rel_tol=rel_tol, abs_tol=abs_tol, where=f"{where}[{i}]")
+    elif (isinstance(a, int | float) and isinstance(b, int | float) and
+          not isinstance(a, bool) and not isinstance(b, bool)):
+        same = (math.isnan(a) and math.isnan(b)) if (math.isnan(a) or math.isnan(b)) else \
+            math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+        assert same, f"{where}: {a!r} != {b!r}"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
 
 
 # -- layouts ------------------------------------------------------------------------------------

@@ -64,14 +64,36 @@ def flat_fit(x: np.ndarray, y: np.ndarray, scale: float) -> tuple[bool, float, f
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (slope * x + intercept)
     noise = float(np.std(resid, ddof=1)) if len(x) > 2 else 0.0
-    change = abs(slope) * float(np.ptp(x))
-    return change <= max(2.0 * noise, 1e-3 * scale, 1e-12), float(slope), noise
+    # the rounding error scales with the numbers y came from (a gap's, with the two values')
+    size = max(float(np.max(np.abs(y))), abs(scale))
+    span = float(np.ptp(x))
+    slope = rounding_zero(float(slope), size / span)
+    noise = rounding_zero(noise, size)
+    change = abs(slope) * span
+    return change <= max(2.0 * noise, 1e-3 * scale, 1e-12), slope, noise
+
+
+#: A result within this share of the size of the numbers it came from is the arithmetic's
+#: rounding, not a measurement: ~4,500 ulps, far above what a fit or a mean of a few thousand
+#: values accumulates, far below any movement a metric shows.
+ROUNDING_SHARE = 1e-12
+
+
+def rounding_zero(value: float, size: float) -> float:
+    """`value` (a slope, σ or difference computed from numbers of magnitude `size`), or exactly 0
+    when it is rounding noise around zero: a flat line's slope is 0, not 6e-19 in one process and
+    2e-18 in another (BLAS kernels round differently), and a σ of equal values is 0, not 1.2e-16."""
+    if math.isfinite(value) and abs(value) <= ROUNDING_SHARE * abs(size):
+        return 0.0
+    return value
 
 
 def sample_std(values: Sequence[float]) -> float:
     """Sample standard deviation (ddof=1); NaN for fewer than two values."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype="float64")
-    return float(v.std(ddof=1)) if len(v) >= 2 else math.nan
+    if len(v) < 2:
+        return math.nan
+    return rounding_zero(float(v.std(ddof=1)), float(np.max(np.abs(v))))
 
 
 def pooled_std(a: Sequence[float], b: Sequence[float]) -> float:

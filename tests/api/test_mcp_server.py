@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rundiff_core.cli import main
+from rundiff_core.testing import assert_same_report
 
 pytest.importorskip("mcp")
 anyio = pytest.importorskip("anyio")
@@ -24,10 +25,15 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 TOOLS = {"ls", "detect", "diff", "compare", "rank", "trajectories"}
 
 
+#: The BLAS kernel the parent picked (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, …): a server that
+#: drops them may pick another, and its least-squares fits then differ in the last bits.
+BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_")
+
+
 def _server_env() -> dict[str, str]:
     """The SDK starts servers with a minimal environment; keep what finds this checkout."""
     keep = ("PYTHONPATH", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "RUNDIFF_CACHE_DIR")
-    return {k: os.environ[k] for k in keep if k in os.environ}
+    return {k: v for k, v in os.environ.items() if k in keep or k.startswith(BLAS_ENV)}
 
 
 def _rundiff() -> str:
@@ -82,7 +88,7 @@ def test_stdio_client_lists_tools_compares_and_refuses(demo_runs: Path, tmp_path
     compare = seen["compare"]
     assert not compare.is_error
     cli = _cli_json(capsys, "compare", *addresses, "--metric", "loss")
-    assert compare.structured_content == cli  # the same report, number for number
+    assert_same_report(compare.structured_content, cli)  # the same report, number for number
     cells = _loss_cells(compare.structured_content)
     student_step = compare.structured_content["current_x"]
     assert student_step == 160 and all(step == student_step for arm in cells.values() for step, _ in arm)
@@ -143,7 +149,7 @@ def test_streamable_http_on_loopback(demo_runs: Path, tmp_path: Path,
 
         anyio.run(session)
         assert seen["tools"] == TOOLS
-        assert seen["ls"].structured_content == {"runs": _cli_json(capsys, "ls", run)}
+        assert_same_report(seen["ls"].structured_content, {"runs": _cli_json(capsys, "ls", run)})
     finally:
         proc.terminate()
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from rundiff_core.engines.stats import headline, pooled_std, sample_std
@@ -66,3 +67,34 @@ def test_rule_pooled_std_at_small_n():
     assert pooled_std([1.0, 2.0], [1.0, 2.0, 3.0]) == pytest.approx(math.sqrt((0.5 + 2.0) / 3))
     assert math.isnan(pooled_std([1.0, 2.0], []))  # two samples in all: no degree of freedom left
     assert math.isnan(pooled_std([1.0], [2.0]))
+
+
+# -- rounding noise is zero -----------------------------------------------------------------------
+def test_a_flat_lines_slope_and_residual_are_exactly_zero():
+    """A fit of equal values is flat with slope 0 — not ±1e-18 that another BLAS kernel rounds
+    differently — whatever the level and the x span."""
+    from rundiff_core.engines.stats import flat_fit
+
+    for level in (0.1, 2.89, 1234.5678):
+        for x in (np.arange(5.0), np.arange(100.0, 100_000.0, 997.0)):
+            flat, slope, noise = flat_fit(x, np.full(len(x), level), scale=level)
+            assert flat and slope == 0.0 and noise == 0.0, (level, slope, noise)
+
+
+def test_a_real_small_slope_is_kept():
+    """The snap is rounding's size, not a threshold on movement: a slope of 1e-9 per step on
+    values near 1 moves the line by 1e-6 over 1,000 steps and is reported as it is."""
+    from rundiff_core.engines.stats import flat_fit
+
+    x = np.arange(0.0, 1000.0)
+    _, slope, _ = flat_fit(x, 1.0 + 1e-9 * x, scale=1.0)
+    assert slope == pytest.approx(1e-9, rel=1e-3)
+
+
+def test_sigma_of_equal_values_is_exactly_zero():
+    from rundiff_core.engines.stats import sample_std
+
+    for v, n in ((0.7, 3), (1.1, 6), (1 / 3, 10), (0.123456789, 17), (2.89, 10)):
+        assert np.std([v] * n, ddof=1) != 0.0 or v == 2.89  # what numpy alone says: 1.4e-16, …
+        assert sample_std([v] * n) == 0.0
+    assert sample_std([1.0, 1.0 + 1e-9]) == pytest.approx(7.07e-10, rel=1e-2)
