@@ -74,6 +74,14 @@ BUILTIN = (
     LayoutSpec("keras-history", f"{_PKG}.keras_history",
                "Keras `history.history` dumped as JSON (`{\"loss\": [...], \"val_loss\": [...]}`)",
                priority=84, one_run="each history file", signature=("*.json",)),
+    LayoutSpec("sqlite-store", f"{_PKG}.sqlite_store",
+               "a SQLite file recognised by its schema (header + `sqlite_master`, not its name): an "
+               "Optuna study store, or a table of key/step/value rows (with a run id column or "
+               "not); the logs beside it are sniffed as by `files`",
+               priority=895, one_run="each Optuna trial (`local:STUDY.db#STUDY_NAME/NUMBER`), or "
+               "each run id of a key/step/value table (the file when it has none)",
+               signature=("*.db", "*.sqlite", "*.sqlite3", "*.db3", "*.sdb", "*.s3db", "*.sl3",
+                          "*.sqlitedb")),
     LayoutSpec("files", f"{_PKG}.files",
                "sniffed tabular logs, Keras `CSVLogger` files, `*results*.json`, `*meta*.json`, "
                "`eval*.csv`, `metrics.csv`",
