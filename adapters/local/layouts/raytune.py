@@ -1,8 +1,11 @@
 """Ray Tune trial folders: `result.json` (JSON lines, one row per `training_iteration`) beside
 `params.json` (the trial's config), `progress.csv` (the same rows as CSV) and, after a crash,
 `error.txt`. The experiment folder above the trials (`experiment_state-*.json`,
-`basic-variant-state-*.json`, …) is their collection; its JSON state is read for trial status and
-the tuner's metric, never unpickled (Ray 2.x writes pickles under `.json` names)."""
+`basic-variant-state-*.json`, …) is their collection; its JSON state (raytune_state, never
+unpickled: Ray 2.x writes pickles under `.json` names) gives each trial's status, last result and
+the tuner's metric. A trial the state lists whose folder is not there (people commit the state
+file, not the trials) is a run of its own, `STATEFILE#<trial name>`, with no history but its
+last result; a state file given alone is one run per trial it lists."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import rundiff_core  # the data model (numpy) loads when a log is read, not to s
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
 from ..sniff import read_table, records_columns, sniff_table, to_long
+from . import raytune_state
 from .common import Meta, read_json
 
 RESULT = "result.json"
@@ -27,9 +31,12 @@ X = "training_iteration"
 NOT_METRICS = ("config", "pid")
 #: What the summary takes from the last result row.
 SUMMARY_KEYS = ("training_iteration", "timesteps_total", "time_total_s", "episodes_total", "done")
-MAX_STATE_BYTES = 64 << 20  # an experiment_state file larger than this is not parsed
-_PICKLE = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
-_STATE = re.compile(r"^experiment_state-.*\.json$")
+#: What a state run's summary leaves out of `last_result` besides non-numbers (as the history
+#: does: `timestamp` is its wall time).
+NOT_SUMMARY = (*NOT_METRICS, "timestamp")
+MAX_STATE_BYTES = raytune_state.MAX_STATE_BYTES  # an experiment_state file larger than this is not parsed
+_PICKLE = raytune_state.PICKLE_MAGIC
+_STATE = raytune_state.STATE_NAME
 _VARIANT = re.compile(r"^basic-variant-state-.*\.json$")
 
 
@@ -41,12 +48,34 @@ def _progress_is_tune(folder: LayoutFolder) -> bool:
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
-    """`result.json` beside `params.json`, where result.json is empty (a trial that crashed
-    before its first result) or opens with a JSON object (reads 64 bytes); or, without
-    result.json, `params.json` beside a `progress.csv` whose header has Tune's
-    `training_iteration` and `time_total_s`."""
-    if not folder.has(PARAMS):
+    """A trial folder: `result.json` beside `params.json`, where result.json is empty (a trial
+    that crashed before its first result) or opens with a JSON object (reads 64 bytes); or,
+    without result.json, `params.json` beside a `progress.csv` whose header has Tune's
+    `training_iteration` and `time_total_s`. Else an experiment folder's `experiment_state-*.json`:
+    the trials it lists whose folders are not beside it (each present trial folder is claimed on
+    its own when the walk reaches it)."""
+    if folder.has(PARAMS):
+        got = _claim_trial(folder)
+        if got is not None:
+            return got
+    states = [f for f in folder.files if _STATE.match(f)]
+    if not states:
         return None
+    runs = state_runs(folder.path, states, folder.dirs, absent_only=True)
+    return Claimed(runs) if runs else None
+
+
+def claim_file(path: str) -> list[LayoutRun] | None:
+    """An `experiment_state-*.json` given alone: one run per trial it lists (its folder beside
+    the file read for history when present); a file no trial can be read from is one run whose
+    notes say why."""
+    name = os.path.basename(path)
+    if not _STATE.match(name):
+        return None
+    return state_runs(os.path.dirname(path), [name], None, absent_only=False)
+
+
+def _claim_trial(folder: LayoutFolder) -> Claimed | None:
     if folder.has(RESULT):
         head = folder.head(RESULT, 64).lstrip()
         if head and not head.startswith(b"{"):
@@ -64,6 +93,88 @@ def claim(folder: LayoutFolder) -> Claimed | None:
                     {"owns_events": events})
     # everything below a trial folder is the trial's (checkpoint_000010/, rank_0/, …)
     return Claimed([run], set(folder.dirs))
+
+
+# -- the experiment state's trials -----------------------------------------------------------------
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(e.name for e in it if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return []
+
+
+def _is_trial_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, RESULT)) or os.path.isfile(os.path.join(path, PROGRESS))
+
+
+def trial_folder(exp: str, trial: raytune_state.Trial, dirs: list[str]) -> tuple[str | None, str]:
+    """The trial's folder beside the state file, and its name (or what it would be called):
+    by the state's `relative_logdir`/`logdir`/`local_path`/`custom_dirname` (its last part
+    when absolute, from another machine), else a sub-folder named as Ray names trial folders
+    (`<trial name>_…`, or holding `_<trial_id>_`). None when absent or holding neither
+    result.json nor progress.csv."""
+    wanted = ""
+    for d in trial.dirnames:
+        norm = d.replace("\\", "/").rstrip("/")
+        base = norm.rsplit("/", 1)[-1]
+        wanted = wanted or base
+        rel = [norm] if not norm.startswith("/") and ":" not in norm[:3] and ".." not in norm.split("/") else []
+        for cand in [*rel, base]:
+            path = os.path.join(exp, cand)
+            if cand and os.path.isdir(path):
+                return (path if _is_trial_dir(path) else None), cand
+    tid = trial.trial_id
+    for d in dirs:
+        if d.startswith(trial.name + "_") or d == trial.name or (
+                tid and len(tid) >= 5 and (f"_{tid}_" in d or d.endswith(f"_{tid}"))):
+            path = os.path.join(exp, d)
+            return (path if _is_trial_dir(path) else None), d
+    return None, wanted
+
+
+def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
+               absent_only: bool) -> list[LayoutRun]:
+    """The runs of the state files `names` in folder `exp`, newest launch first (the name holds
+    its start time). `absent_only` (a folder listing): only trials whose folder is not there,
+    each once (the newest state listing it), and a state file no trial can be read from only
+    when the folder has no sub-folders; else (a file given alone) every trial."""
+    subs = _subdirs(exp) if dirs is None else sorted(d for d in dirs if not d.startswith("."))
+    runs: list[LayoutRun] = []
+    seen: set[str] = set()
+    for name in sorted(names, reverse=True):
+        path = os.path.join(exp, name)
+        state = raytune_state.load(path)
+        if not state.trials:
+            if not absent_only or not subs:
+                runs.append(LayoutRun(path, "raytune", [path],
+                                      "Ray Tune experiment state: no trial could be read",
+                                      {"state": path, "trial": None}))
+            continue
+        labels: set[str] = set()
+        for t in state.trials:
+            if absent_only and t.key in seen:
+                continue
+            seen.add(t.key)
+            folder, dirname = trial_folder(exp, t, subs)
+            if absent_only and folder is not None:
+                continue
+            label = t.name
+            if label in labels or "#" in label or not label.strip():
+                label = t.trial_id if t.trial_id and t.trial_id not in labels else f"trial-{t.index}"
+            labels.add(label)
+            files = [path] + ([os.path.join(folder, f) for f in (RESULT, PARAMS, PROGRESS, ERROR)
+                               if os.path.isfile(os.path.join(folder, f))] if folder else [])
+            where = (f"its folder {os.path.basename(folder)}/ beside it" if folder else
+                     f"trial folder {dirname or '(unnamed)'} not present")
+            runs.append(LayoutRun(f"{path}#{label}", "raytune", files,
+                                  f"Ray Tune experiment state: trial {t.trial_id or t.index} in "
+                                  f"{name}, {where}",
+                                  {"state": path, "trial": t.index, "run_id": t.trial_id or label,
+                                   "trial_dir": folder, "trial_dirname": dirname}))
+    return runs
 
 
 # -- reading result.json ---------------------------------------------------------------------------
@@ -136,8 +247,20 @@ def _is_number(v: Any) -> bool:
 
 
 def history(spec: LayoutRun):  # noqa: ANN201 - (frame, notes)
-    result = os.path.join(spec.path, RESULT)
-    progress = os.path.join(spec.path, PROGRESS)
+    if "state" in spec.sniffs:  # a trial of an experiment_state file
+        folder = spec.sniffs.get("trial_dir")
+        if folder:
+            frame, notes = _trial_history(folder)
+            return frame, [f"history from the trial folder {os.path.basename(folder)}/"] + notes
+        return rundiff_core.empty_history(), [
+            "no points: the trial's folder is not read (see the notes above); the state file's "
+            "last_result is the summary"]
+    return _trial_history(spec.path)
+
+
+def _trial_history(folder: str):  # noqa: ANN202 - (frame, notes)
+    result = os.path.join(folder, RESULT)
+    progress = os.path.join(folder, PROGRESS)
     rows, notes = read_rows(result) if os.path.isfile(result) else ([], [])
     if not rows:
         why = (f"no {RESULT}" if not os.path.isfile(result) else f"{RESULT} is empty (0 bytes)"
@@ -147,7 +270,7 @@ def history(spec: LayoutRun):  # noqa: ANN201 - (frame, notes)
             return frame, notes + [f"{why}: read {PROGRESS} instead (the same rows as CSV)"] + more
         return rundiff_core.empty_history(), notes + [
             f"{why}: the trial reported no result" + (f" (see {ERROR})" if os.path.isfile(
-                os.path.join(spec.path, ERROR)) else "") + "; no points"]
+                os.path.join(folder, ERROR)) else "") + "; no points"]
     flat_rows: list[dict[str, float]] = []
     texts: dict[str, None] = {}
     lists: dict[str, None] = {}
@@ -199,47 +322,26 @@ def _error_line(path: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _trial_states(data: Any) -> list[dict[str, Any]]:
-    """The trial entries of an experiment_state: Ray 2.x `trial_data` ([json, json] pairs),
-    Ray 1.x `checkpoints` (JSON strings); each decoded as JSON, nothing unpickled."""
-    out: list[dict[str, Any]] = []
-    if not isinstance(data, dict):
-        return out
-    entries = data.get("trial_data") or data.get("checkpoints") or []
-    for entry in entries if isinstance(entries, list) else []:
-        first = entry[0] if isinstance(entry, list) and entry else entry
-        if isinstance(first, str):
-            try:
-                first = json.loads(first)
-            except (ValueError, RecursionError):
-                continue
-        if isinstance(first, dict):
-            out.append(first)
-    return out
-
-
-def _same_trial(state: dict[str, Any], folder: str) -> bool:
-    base = os.path.basename(folder)
-    for k in ("relative_logdir", "logdir", "local_path", "custom_dirname"):
-        v = state.get(k)
-        if isinstance(v, str) and v and os.path.basename(os.path.normpath(v)) == base:
-            return True
-    return False
-
-
 _TUNE_STATUS = {"TERMINATED": "finished", "ERROR": "crashed", "RUNNING": "running"}
 
 
-def experiment(parent: str, trial: str, out: Meta) -> str | None:
-    """What the experiment folder says about `trial`: its status in the newest
-    experiment_state-*.json that lists it, and the tuner's metric/mode (goals only when both are
-    there). Pickles under `.json` names are named in a note and skipped."""
-    try:
-        names = sorted(os.listdir(parent))
-    except OSError:
-        return None
-    status = None
-    states = [n for n in names if _STATE.match(n)]
+def _matches(t: raytune_state.Trial, folder: str) -> bool:
+    """The state's trial `t` is the trial of `folder` (by the folder names the state gives, else
+    by Ray's folder naming: `<trial name>_…` or `_<trial_id>_`)."""
+    base = os.path.basename(os.path.normpath(folder))
+    for d in t.dirnames:
+        if d.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] == base:
+            return True
+    if t.dirnames:
+        return False
+    tid = t.trial_id
+    return base.startswith(t.name + "_") or bool(
+        tid and len(tid) >= 5 and (f"_{tid}_" in base or base.endswith(f"_{tid}")))
+
+
+def _pickled_neighbours(parent: str, names: list[str], out: Meta) -> None:
+    """Ray 2.x's `basic-variant-state-*.json` (and any state file) that are pickles despite
+    their .json name: named in a note, never read."""
     for n in names:
         if not (_VARIANT.match(n) or _STATE.match(n)):
             continue
@@ -251,44 +353,94 @@ def experiment(parent: str, trial: str, out: Meta) -> str | None:
         if head in _PICKLE:
             out.notes.append(f"../{n}: a pickle despite its .json name (starts {head.hex(' ')}); "
                              "not unpickled, skipped")
-            if n in states:
-                states.remove(n)
-    for n in reversed(states):  # newest launch first (the name carries its start time)
+
+
+def _declare(state: raytune_state.State, out: Meta, prefix: str = "") -> None:
+    """The tuner's metric → meta, its mode → a declared direction (only when the JSON names
+    both)."""
+    if state.metric is None or "tune_metric" in out.meta:
+        return
+    out.meta["tune_metric"] = state.metric
+    goals = state.goals()
+    for metric, mode in goals.items():
+        out.goals[metric] = mode
+        out.goal_sources[metric] = (f"ray tune mode (Ray Tune {state.name} {state.goal_where}: "
+                                    f"metric={metric!r}, mode={mode!r})")
+    if not goals:
+        out.notes.append(f"{prefix}{state.name}: the tuner's metric is {state.metric!r}; its mode is "
+                         "not in the JSON state (Ray keeps it in pickled searcher/scheduler state): "
+                         "no direction claimed")
+
+
+def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None:
+    """What the experiment folder says about the trial folder `trial`: its entry in the newest
+    experiment_state-*.json that lists it, and the tuner's metric/mode (goals only when both are
+    there). Pickles under `.json` names are named in a note and skipped."""
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return None
+    _pickled_neighbours(parent, names, out)
+    found = None
+    for n in reversed([n for n in names if _STATE.match(n)]):  # newest launch first
         path = os.path.join(parent, n)
         if not os.path.isfile(path):
             continue
-        if os.path.getsize(path) > MAX_STATE_BYTES:
-            out.notes.append(f"../{n}: larger than {MAX_STATE_BYTES >> 20} MiB; not read")
-            continue
-        data = read_json(path, out.notes)
-        runner = data.get("runner_data") if isinstance(data, dict) else None
-        if isinstance(runner, dict) and "tune_metric" not in out.meta:
-            metric = runner.get("_metric") or runner.get("metric")
-            mode = runner.get("_mode") or runner.get("mode")
-            if isinstance(metric, str) and metric:
-                out.meta["tune_metric"] = metric
-                if mode in ("min", "max"):
-                    out.goals[metric] = mode
-                    out.goal_sources[metric] = f"Ray Tune {n} (metric={metric!r}, mode={mode!r})"
-                else:
-                    out.notes.append(f"../{n}: the tuner's metric is {metric!r}; its mode is not in "
-                                     "the JSON state (Ray keeps it in pickled searcher/scheduler "
-                                     "state): no direction claimed")
-        if status is None:
-            mine = [s for s in _trial_states(data) if _same_trial(s, trial)]
-            if mine and isinstance(mine[-1].get("status"), str):
-                status = mine[-1]["status"]
-                out.notes.append(f"../{n}: trial status {status}")
-    return status
+        with open(path, "rb") as fh:
+            if fh.read(2) in _PICKLE:
+                continue  # said above
+        state = raytune_state.load(path)
+        if state.damaged:
+            out.notes += [f"../{note}" for note in state.notes]
+        _declare(state, out, "../")
+        if found is None:
+            mine = [t for t in state.trials if _matches(t, trial)]
+            if mine:
+                found = mine[-1]
+                if found.status:
+                    out.notes.append(f"../{n}: trial status {found.status}")
+    return found
 
 
-def meta(spec: LayoutRun) -> Meta:
-    out = Meta()
-    folder = spec.path
+def _status(out: Meta, tune: str | None, error_file: bool, done: bool, source: str) -> None:
+    """The status from a trial's folder (`error.txt`, the last row's `done`) and the state's
+    word for it: error.txt is a crash unless the state says TERMINATED (a failure Ray retried
+    past, `max_failures`); `done: true` is finished; else the state's TERMINATED/ERROR/RUNNING;
+    else unknown."""
+    if error_file and tune == "TERMINATED":
+        out.status = "finished"
+        out.notes.append(f"{source} says TERMINATED: {ERROR} is from a failure Ray retried past "
+                         "→ status finished")
+    elif error_file:
+        out.status = "crashed"
+    elif done:
+        out.status = "finished"
+        out.notes.append(f"the last {RESULT} row has done: true → status finished")
+    elif tune in _TUNE_STATUS:
+        out.status = _TUNE_STATUS[tune]
+
+
+class _Folder:
+    """What a trial folder said besides config and summary: error.txt (its note), the last row
+    (and whether it has done: true), notes that close the run's notes."""
+
+    __slots__ = ("error_note", "done", "last", "tail")
+
+    def __init__(self) -> None:
+        self.error_note: str | None = None
+        self.done = False
+        self.last: dict[str, Any] | None = None
+        self.tail: list[str] = []
+
+
+def _folder_meta(folder: str, files: list[str], out: Meta) -> _Folder:
+    """Config (params.json), summary and meta (the last result.json row) and the crash event
+    (error.txt) of a trial folder into `out`."""
+    got = _Folder()
     params = os.path.join(folder, PARAMS)
     data = read_json(params, out.notes) if os.path.isfile(params) else None
     result = os.path.join(folder, RESULT)
-    last = last_row(result) if os.path.isfile(result) else None
+    last = got.last = last_row(result) if os.path.isfile(result) else None
     if isinstance(data, dict):
         out.config = data
         out.notes.append(f"{PARAMS} → config")
@@ -301,29 +453,146 @@ def meta(spec: LayoutRun) -> Meta:
         for k in ("trial_id", "experiment_id", "experiment_tag", "hostname", "date"):
             if isinstance(last.get(k), str) and last[k]:
                 out.meta[k] = last[k]
-    tune_status = experiment(os.path.dirname(folder), folder, out)
+        got.done = last.get("done") is True
     error = os.path.join(folder, ERROR)
     if os.path.isfile(error):
         reason = _error_line(error)
-        out.status = "crashed"
-        out.notes.append(f"{ERROR} → status crashed: {reason or '(empty)'}")
+        got.error_note = f"{ERROR} → status crashed: {reason or '(empty)'}"
         step = last.get(X) if last else None
         out.events.append(rundiff_core.RunEvent("crash", step=float(step) if _is_number(step)
                                                 else None, payload={"reason": reason,
                                                                     "file": ERROR}))
-    elif last is not None and last.get("done") is True:
-        out.status = "finished"
-        out.notes.append(f"the last {RESULT} row has done: true → status finished")
-    elif tune_status in _TUNE_STATUS:
-        out.status = _TUNE_STATUS[tune_status]
-    elif last is not None:
-        out.notes.append(f"status unknown: the last {RESULT} row has done: false, no {ERROR}")
-    subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
-                  and not d.startswith("."))
+    try:
+        subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
+                      and not d.startswith("."))
+    except OSError:
+        subs = []
     if subs:
-        out.notes.append(f"sub-folders of the trial, not read: {', '.join(subs[:4])}"
-                         + (f" and {len(subs) - 4} more" if len(subs) > 4 else ""))
-    events = [os.path.basename(f) for f in spec.files if "tfevents" in os.path.basename(f)]
+        got.tail.append(f"sub-folders of the trial, not read: {', '.join(subs[:4])}"
+                        + (f" and {len(subs) - 4} more" if len(subs) > 4 else ""))
+    events = [os.path.basename(f) for f in files if "tfevents" in os.path.basename(f)]
     if events:
-        out.notes.append(f"{events[0]}: Ray's TensorBoard copy of the same results; not read")
+        got.tail.append(f"{events[0]}: Ray's TensorBoard copy of the same results; not read")
+    return got
+
+
+def meta(spec: LayoutRun) -> Meta:
+    if "state" in spec.sniffs:
+        return _state_meta(spec)
+    out = Meta()
+    got = _folder_meta(spec.path, spec.files, out)
+    t = experiment(os.path.dirname(spec.path), spec.path, out)
+    tune = t.status if t else None
+    if got.error_note:
+        out.notes.append(got.error_note)
+    _status(out, tune, got.error_note is not None, got.done, "the experiment state")
+    if out.status == "unknown" and got.last is not None and tune is None:
+        out.notes.append(f"status unknown: the last {RESULT} row has done: false, no {ERROR}")
+    out.notes += got.tail
+    return out
+
+
+# -- a trial of an experiment_state file -----------------------------------------------------------
+
+
+def _summary(last: dict[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """The numbers of a `last_result` (nested dicts joined with `/`, as the history's keys), and
+    what was not taken."""
+    out: dict[str, float] = {}
+    other: list[str] = []
+    for k, v in flatten({k: v for k, v in last.items() if k not in NOT_SUMMARY}, sep="/").items():
+        if _is_number(v):
+            out[k] = v
+        elif v is not None and v != {}:
+            other.append(k)
+    return out, other
+
+
+def _state_meta(spec: LayoutRun) -> Meta:
+    out = Meta()
+    path = spec.sniffs["state"]
+    state = raytune_state.load(path)
+    out.meta["tune_state_file"] = os.path.basename(path)
+    out.notes += state.notes
+    index = spec.sniffs.get("trial")
+    t = next((t for t in state.trials if t.index == index), None) if index is not None else None
+    if t is None:
+        if index is not None:
+            out.notes.append(f"{state.name}: trial entry {index} not found (the file changed since "
+                             "it was listed)")
+        _declare(state, out)
+        return out
+    folder = spec.sniffs.get("trial_dir")
+    dirname = spec.sniffs.get("trial_dirname") or ""
+    got = _Folder()
+    if folder:
+        out.notes.append(f"trial folder {os.path.basename(folder)}/ beside the state file: its "
+                         "history, error.txt and last row read")
+        got = _folder_meta(folder, spec.files, out)
+    elif dirname and os.path.isdir(os.path.join(os.path.dirname(path), dirname)):
+        out.notes.append(f"trial folder {dirname} holds neither {RESULT} nor {PROGRESS}; "
+                         "last_result only")
+    else:
+        out.notes.append(f"trial folder {dirname or '(not named in the state)'} not present; "
+                         "last_result only")
+    out.notes += t.notes
+    if t.config is not None:
+        from rundiff_core import opaque_config
+
+        out.notes = [n for n in out.notes if not n.startswith((f"{PARAMS} → config",
+                                                                f"{PARAMS} unreadable"))]
+        out.config = flatten(opaque_config(t.config, out.notes, "the trial's config"))
+        out.notes.append(f"{state.name}: the trial's `config` → config (nested keys joined with `.`)"
+                         + (f"; {PARAMS} beside it not used" if folder and os.path.isfile(
+                             os.path.join(folder, PARAMS)) else ""))
+    elif out.config:
+        out.notes.append(f"config from {PARAMS} in the trial folder (the state's is not readable)")
+    folder_summary = dict(out.summary)
+    if t.last_result is not None:
+        numbers, other = _summary(t.last_result)
+        out.summary = {**numbers, **folder_summary}
+        out.notes.append(f"{state.name}: the trial's `last_result` → summary ({len(numbers)} number(s); "
+                         "nested keys joined with `/`; not metrics: `config`, `pid`, `timestamp`"
+                         + (f"; {len(other)} text/flag/list field(s) skipped" if other else "") + ")")
+        li, fi = t.last_result.get(X), (got.last or {}).get(X)
+        if _is_number(li) and _is_number(fi) and li != fi:
+            out.notes.append(f"the state's last_result is at {X} {li}, {RESULT}'s last row at {fi}"
+                             " (the state was saved " + ("earlier)" if li < fi else "later)"))
+        for k in ("trial_id", "experiment_id", "hostname", "date", "node_ip"):
+            v = t.last_result.get(k)
+            if isinstance(v, str) and v:
+                out.meta.setdefault(k, v)
+        if isinstance(t.last_result.get("timestamp"), int | float):
+            out.meta["last_result_time"] = t.last_result["timestamp"]
+    else:
+        out.notes.append(f"{state.name}: the trial has no readable `last_result`; no summary")
+    out.meta.update({k: v for k, v in t.meta.items() if k not in out.meta})
+    if t.trial_id:
+        out.meta["trial_id"] = t.trial_id
+    out.meta["tune_trial_name"] = t.name
+    if t.status:
+        out.meta["tune_status"] = t.status
+    if got.error_note:
+        out.notes.append(got.error_note)
+    has_error = got.error_note is not None
+    _status(out, t.status, has_error, got.done, state.name)
+    if t.status:
+        out.notes.append(f"{state.name}: trial status {t.status} → status {out.status}" + (
+            " (as of when the state was saved)" if t.status == "RUNNING" else
+            " (not started when the state was saved)" if t.status == "PENDING" else ""))
+    else:
+        out.notes.append(f"{state.name}: the trial has no status")
+    if t.status == "ERROR" and not has_error:
+        reason = str(t.meta.get("error_msg") or "")[:300]
+        step = (t.last_result or {}).get(X)
+        if reason:
+            out.notes.append(f"{state.name}: the trial's error: {reason}")
+        out.events.append(rundiff_core.RunEvent(
+            "crash", step=float(step) if _is_number(step) else None,
+            payload={"reason": reason, "file": state.name}))
+    _declare(state, out)
+    out.notes += got.tail
+    # seeds of one setting (`tune.grid_search` over a seed) share the trainable's name
+    out.arm = t.name[: -len(t.trial_id) - 1] if t.trial_id and t.name.endswith("_" + t.trial_id) \
+        else t.name
     return out

@@ -1,0 +1,515 @@
+"""Ray Tune's experiment state, `experiment_state-<date>.json`, read as JSON and nothing else.
+
+The file's shape tells which Ray wrote it (each handled by its structure, never by a version
+string, and said in a note):
+
+- `trial_data`: a list of `[trial JSON, run-metadata JSON]` pairs — Ray 2.x since the trial's
+  run metadata (`last_result`, `num_failures`, …) moved out of the trial's own JSON;
+- `trial_data`: a list of trial JSON strings — early Ray 2.x;
+- `checkpoints`: a list of trial JSON strings — Ray 1.x;
+- `checkpoints`: a list of trial objects — Ray ≤ 0.8.
+
+Beside them `runner_data` (the tuner's own attributes: `_metric`, …) and `stats`. Whatever Ray
+could not write as JSON it wrote as a pickle: `{"_type": "CLOUDPICKLE_FALLBACK", "value": <hex>}`,
+bare hex strings of a pickle (`80 05 …`), base64 pickles, `__pickled__`/`_serialized` wrappers.
+None of them is ever unpickled: a trial entry that is one is skipped and counted, a value that is
+one becomes a short placeholder — `<pickled module.Class>`, the class its pickle names, read by
+`pickletools`' disassembler (which builds no object and imports nothing) from its first 4 KiB.
+A file over `MAX_STATE_BYTES` is not read; a truncated one gives the trials complete before the
+cut. Every problem is one line in the notes. Pure stdlib.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+from collections import Counter
+from typing import Any
+
+MAX_STATE_BYTES = 64 << 20  # an experiment_state file larger than this is not parsed
+MAX_TRIALS = 100_000  # trial entries read from one file at most
+PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+STATE_NAME = re.compile(r"^experiment_state-.*\.json$")
+_HEX_PICKLE = re.compile(r"^80(?:0[2-5])(?:[0-9a-fA-F]{2})*$")
+_B64_PICKLE = re.compile(r"^gA[JMNOSTU][A-Za-z0-9+/]*={0,2}$")  # base64 of b"\x80\x02".."\x80\x05"
+_BLOB_KEYS = ("__pickled__", "_serialized", "__serialized__", "py/b64")
+_INTERNAL = ("cloudpickle", "ray.cloudpickle", "copyreg", "copy_reg", "builtins", "__builtin__",
+             "_codecs", "collections")
+_CACHE_SIZE = 16
+_STRING_OPS = ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8", "SHORT_BINSTRING",
+               "BINSTRING", "STRING")
+
+
+class Trial:
+    """One trial entry of a state file: what Ray said about it, blobs made placeholders."""
+
+    __slots__ = ("index", "trial_id", "trainable", "name", "status", "config", "last_result",
+                 "dirnames", "experiment_tag", "meta", "notes")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.trial_id: str | None = None
+        self.trainable: str | None = None
+        self.name = ""
+        self.status: str | None = None
+        self.config: dict[str, Any] | None = None
+        self.last_result: dict[str, Any] | None = None
+        self.dirnames: list[str] = []  # where the trial folder may be, relative to the state file
+        self.experiment_tag: str | None = None
+        self.meta: dict[str, Any] = {}
+        self.notes: list[str] = []
+
+    @property
+    def key(self) -> str:
+        return self.trial_id or self.name
+
+
+class State:
+    """A parsed experiment_state file: its trials, the tuner's metric/mode when JSON holds them,
+    and one-line notes (structure, skipped blobs, damage)."""
+
+    __slots__ = ("path", "name", "trials", "notes", "structure", "metric", "mode", "goal_where",
+                 "stats", "damaged")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.name = os.path.basename(path)
+        self.trials: list[Trial] = []
+        self.notes: list[str] = []
+        self.structure = ""
+        self.metric: str | list[str] | None = None
+        self.mode: str | list[str] | None = None
+        self.goal_where = ""
+        self.stats: dict[str, Any] = {}
+        self.damaged = False  # unreadable, or read only in part
+
+    def goals(self) -> dict[str, str]:
+        """{metric: "min" | "max"} when the JSON names both the tuner's metric(s) and mode(s)."""
+        metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+        modes = self.mode if isinstance(self.mode, list) else [self.mode]
+        if len(metrics) != len(modes):
+            return {}
+        return {m: d for m, d in zip(metrics, modes, strict=True)
+                if isinstance(m, str) and m and d in ("min", "max")}
+
+
+_cache: dict[str, tuple[tuple[int, int], State]] = {}
+
+
+def load(path: str) -> State:
+    """The parsed state of `path`, parsed once per (size, mtime) in this process (a claim, then
+    each trial's metadata, read the same file)."""
+    try:
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+    except OSError as exc:
+        state = State(path)
+        state.damaged = True
+        state.notes.append(f"{state.name}: unreadable ({exc.strerror}); no trial read")
+        return state
+    hit = _cache.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    state = parse(path, st.st_size)
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.pop(next(iter(_cache)))
+    _cache[path] = (stamp, state)
+    return state
+
+
+def parse(path: str, size: int | None = None) -> State:
+    state = State(path)
+    name = state.name
+    try:
+        size = os.path.getsize(path) if size is None else size
+        if size > MAX_STATE_BYTES:
+            state.damaged = True
+            state.notes.append(f"{name}: larger than {MAX_STATE_BYTES >> 20} MiB ({size >> 20} MiB); "
+                               "not read")
+            return state
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        state.damaged = True
+        state.notes.append(f"{name}: unreadable ({exc.strerror}); no trial read")
+        return state
+    if raw[:2] in PICKLE_MAGIC:
+        state.damaged = True
+        state.notes.append(f"{name}: a pickle despite its .json name (starts {raw[:2].hex(' ')}); "
+                           "not unpickled, no trial read")
+        return state
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        state.damaged = True
+        state.notes.append(f"{name}: not UTF-8 text (byte {exc.start}); not read")
+        return state
+    del raw
+    entries: list[Any] | None = None
+    key = ""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        state.damaged = True
+        state.notes.append(f"{name}: JSON nested too deeply to read; no trial read")
+        return state
+    except ValueError as exc:
+        state.damaged = True
+        salvaged = _salvage(text)
+        why = str(exc).split(":")[0][:60]
+        if salvaged is None:
+            state.notes.append(f"{name}: not valid JSON ({why} at byte {getattr(exc, 'pos', '?')}); "
+                               "no trial read")
+            return state
+        key, entries = salvaged
+        state.notes.append(f"{name}: not valid JSON ({why} at byte {getattr(exc, 'pos', '?')}: "
+                           f"truncated or damaged); {len(entries)} `{key}` entr(ies) complete before "
+                           "it read, the rest (and runner_data) lost")
+        data = {key: entries}
+    if not isinstance(data, dict):
+        state.damaged = True
+        state.notes.append(f"{name}: a JSON {type(data).__name__}, not Ray Tune's experiment state "
+                           "(an object with `trial_data` or `checkpoints`); no trial read")
+        return state
+    if entries is None:
+        for k in ("trial_data", "checkpoints"):
+            if isinstance(data.get(k), list):
+                key, entries = k, data[k]
+                break
+    if entries is None:
+        state.damaged = True
+        state.notes.append(f"{name}: no `trial_data` or `checkpoints` list (keys: "
+                           f"{', '.join(list(map(str, data))[:5]) or 'none'}); no trial read")
+        return state
+    _read_entries(state, key, entries)
+    _read_goal(state, data)
+    stats = data.get("stats")
+    if isinstance(stats, dict):
+        state.stats = {k: v for k, v in stats.items() if isinstance(v, int | float | str)
+                       and not isinstance(v, bool)}
+    elif isinstance(data.get("timestamp"), int | float):  # Ray 0.x: top-level timestamp
+        state.stats = {"timestamp": data["timestamp"]}
+    return state
+
+
+def _salvage(text: str) -> tuple[str, list[Any]] | None:
+    """The complete entries of the `trial_data`/`checkpoints` list of a truncated or damaged
+    file, read one JSON value at a time up to the first that does not parse."""
+    m = re.search(r'"(trial_data|checkpoints)"\s*:\s*\[', text)
+    if m is None:
+        return None
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    i, n = m.end(), len(text)
+    while len(out) < MAX_TRIALS:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i >= n or text[i] == "]":
+            break
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            break
+        out.append(value)
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i < n and text[i] == ",":
+            i += 1
+        else:
+            break
+    return m.group(1), out
+
+
+# -- blobs -----------------------------------------------------------------------------------------
+
+
+def is_blob(value: Any) -> bool:
+    """A value only pickle could read: a CLOUDPICKLE_FALLBACK wrapper, a `__pickled__` /
+    `_serialized` wrapper, or the hex or base64 text of a whole pickle (protocol 2–5 opening,
+    STOP closing: `8003` alone is a port, not a pickle)."""
+    if isinstance(value, dict):
+        return value.get("_type") == "CLOUDPICKLE_FALLBACK" or any(k in value for k in _BLOB_KEYS)
+    if not isinstance(value, str) or len(value) < 8:
+        return False
+    if value[:2] == "80":
+        return value[-2:].lower() == "2e" and bool(_HEX_PICKLE.match(value))
+    if value[:2] == "gA" and len(value) >= 16 and len(value) % 4 == 0 and _B64_PICKLE.match(value):
+        try:
+            return base64.b64decode(value[-8:]).endswith(b".")
+        except (ValueError, binascii.Error):
+            return False
+    return False
+
+
+def _blob_bytes(value: Any) -> bytes | None:
+    """The first 4 KiB of a blob's pickle bytes (decoded from hex or base64, never loaded)."""
+    if isinstance(value, dict):
+        inner = value.get("value")
+        for k in _BLOB_KEYS:
+            if k in value:
+                inner = value[k]
+        value = inner
+    if not isinstance(value, str):
+        return None
+    try:
+        if value[:2] == "80":
+            return bytes.fromhex(value[:8192])
+        head = value[:5464]
+        return base64.b64decode(head + "=" * (-len(head) % 4))
+    except (ValueError, binascii.Error):
+        return None
+
+
+def placeholder(value: Any) -> Any:
+    """What a blob is shown as: None for a pickled None (`80 05 4e 2e`), else
+    `<pickled module.Class>` naming the first class or function its pickle refers to (read with
+    pickletools' disassembler, no object built), else `<pickled object>`."""
+    raw = _blob_bytes(value)
+    if not raw:
+        return "<pickled object>"
+    import pickletools
+
+    # what each push left on the stack, as far as names go: the text of a string push or of a
+    # memo fetch of one, else None (enough to see a GLOBAL / STACK_GLOBAL's module and name)
+    stack: list[str | None] = []
+    memo: list[str | None] = []
+    ops: list[str] = []
+    try:
+        for op, arg, _pos in pickletools.genops(raw):
+            ops.append(op.name)
+            if op.name == "GLOBAL" and isinstance(arg, str):
+                got = _global(*arg.split(" ", 1))
+                if got:
+                    return f"<pickled {got}>"
+                stack.append(None)
+            elif op.name in _STRING_OPS:
+                stack.append(arg if isinstance(arg, str) else None)
+            elif op.name == "MEMOIZE":
+                memo.append(stack[-1] if stack else None)
+            elif op.name in ("BINPUT", "LONG_BINPUT", "PUT"):
+                idx = int(arg) if isinstance(arg, int | str) and str(arg).isdigit() else -1
+                if idx >= 0:
+                    memo.extend([None] * (idx + 1 - len(memo)))
+                    memo[idx] = stack[-1] if stack else None
+            elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+                idx = int(arg) if isinstance(arg, int | str) and str(arg).isdigit() else -1
+                stack.append(memo[idx] if 0 <= idx < len(memo) else None)
+            elif op.name == "STACK_GLOBAL":
+                module, name = (stack[-2], stack[-1]) if len(stack) >= 2 else (None, None)
+                got = _global(module, name) if module and name else None
+                if got:
+                    return f"<pickled {got}>"
+                stack.append(None)
+            else:
+                stack.append(None)
+            if len(ops) > 4000:
+                break
+    except Exception:  # noqa: BLE001 - a cut or hostile pickle: the disassembler stops
+        pass
+    if [o for o in ops if o not in ("PROTO", "FRAME")] in (["NONE", "STOP"], ["NONE"]):
+        return None
+    return "<pickled object>"
+
+
+def _global(module: str, name: str) -> str | None:
+    if not module or not name or module.split(".")[0] in _INTERNAL or module.startswith(_INTERNAL):
+        return None
+    return f"{module}.{name}"[:120]
+
+
+def clean(value: Any, counts: Counter[str], depth: int = 0) -> Any:
+    """`value` with every blob replaced by its placeholder (counted in `counts`)."""
+    if depth > 64:
+        return value
+    if is_blob(value):
+        shown = placeholder(value)
+        counts[str(shown)] += 1
+        return shown
+    if isinstance(value, dict):
+        return {k: clean(v, counts, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v, counts, depth + 1) for v in value]
+    return value
+
+
+def _blob_note(what: str, counts: Counter[str]) -> str | None:
+    if not counts:
+        return None
+    shown = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(counts.items()))
+    return f"{what}: {sum(counts.values())} pickled value(s) not unpickled, shown as placeholders ({shown})"
+
+
+# -- trials ----------------------------------------------------------------------------------------
+
+
+def _decode(entry: Any) -> tuple[str, Any]:
+    """(kind, value) of one trial entry or run-metadata entry: ("json", dict) for a JSON string
+    of an object, ("object", dict) for an object, ("blob", None) for a pickle, ("bad", None)."""
+    if is_blob(entry):
+        return "blob", None
+    if isinstance(entry, dict):
+        return "object", entry
+    if isinstance(entry, str):
+        try:
+            got = json.loads(entry)
+        except (ValueError, RecursionError):
+            return "bad", None
+        if is_blob(got):
+            return "blob", None
+        return ("json", got) if isinstance(got, dict) else ("bad", None)
+    return "bad", None
+
+
+def _read_entries(state: State, key: str, entries: list[Any]) -> None:
+    kinds: Counter[str] = Counter()
+    for index, entry in enumerate(entries[:MAX_TRIALS]):
+        runtime: Any = None
+        if isinstance(entry, list | tuple) and not is_blob(entry):
+            kinds["pair"] += 1
+            first = entry[0] if entry else None
+            if len(entry) > 1:
+                rkind, runtime = _decode(entry[1])
+                if rkind not in ("json", "object"):
+                    runtime = None
+        else:
+            first = entry
+        kind, trial = _decode(first)
+        kinds[kind] += 1
+        if trial is None:
+            continue
+        state.trials.append(_trial(index, trial, runtime))
+    state.structure = _structure(key, kinds)
+    skipped = kinds["blob"] + kinds["bad"]
+    parts = [f"{state.name}: {state.structure}; {len(state.trials)} trial(s)"]
+    if kinds["blob"]:
+        parts.append(f"{kinds['blob']} pickled entr(ies) skipped (never unpickled)")
+    if kinds["bad"]:
+        parts.append(f"{kinds['bad']} entr(ies) neither a trial object nor its JSON skipped")
+    if len(entries) > MAX_TRIALS:
+        parts.append(f"only the first {MAX_TRIALS} of {len(entries)} entries read")
+    state.notes.append("; ".join(parts))
+    if skipped and not state.trials:
+        state.damaged = True
+
+
+def _structure(key: str, kinds: Counter[str]) -> str:
+    if key == "trial_data" and kinds["pair"]:
+        return ("Ray 2.x structure (`trial_data`: [trial JSON, run-metadata JSON] pairs, "
+                "`runner_data`, `stats`)")
+    if key == "trial_data":
+        return "early Ray 2.x structure (`trial_data`: trial JSON strings, `runner_data`, `stats`)"
+    if kinds["object"] > kinds["json"]:
+        return "Ray ≤ 0.8 structure (`checkpoints`: trial objects, `runner_data`)"
+    return "Ray 1.x structure (`checkpoints`: trial JSON strings, `runner_data`, `stats`)"
+
+
+_DIR_KEYS = ("relative_logdir", "logdir", "local_path", "custom_dirname", "_local_path",
+             "local_dir_name", "trial_dir_name")
+_META_KEYS = ("experiment_tag", "num_failures", "start_time", "error_msg", "error_file",
+              "error_filename", "max_failures", "trainable_name", "custom_trial_name")
+
+
+def _trial(index: int, raw: dict[str, Any], runtime: dict[str, Any] | None) -> Trial:
+    t = Trial(index)
+    counts: Counter[str] = Counter()
+    tid = raw.get("trial_id")
+    t.trial_id = str(tid) if isinstance(tid, str | int) and not isinstance(tid, bool) and str(tid) else None
+    trainable = raw.get("trainable_name")
+    t.trainable = trainable if isinstance(trainable, str) and trainable else None
+    status = raw.get("status")
+    t.status = status if isinstance(status, str) else None
+    tag = raw.get("experiment_tag")
+    t.experiment_tag = str(tag) if isinstance(tag, str | int) and not isinstance(tag, bool) else None
+    config = raw.get("config")
+    if isinstance(config, dict):  # its placeholders are counted by the config's own note
+        t.config = clean(config, Counter())
+    elif is_blob(config):
+        t.notes.append("the trial's `config` is pickled (hex) in the state file; not unpickled")
+    src = runtime if isinstance(runtime, dict) and "last_result" in runtime else raw
+    last = src.get("last_result")
+    if isinstance(last, dict):
+        t.last_result = clean(last, counts)
+    elif is_blob(last):
+        t.notes.append("the trial's `last_result` is pickled (hex) in the state file; not unpickled")
+    for k in _META_KEYS:
+        for where in (runtime or {}, raw):
+            v = where.get(k)
+            if isinstance(v, str | int | float) and not isinstance(v, bool) and v != "" \
+                    and not is_blob(v):
+                t.meta.setdefault(k, v)
+    params = raw.get("evaluated_params")
+    if isinstance(params, dict) and params:
+        t.meta["evaluated_params"] = clean(params, counts)
+    for k in _DIR_KEYS:
+        v = raw.get(k)
+        if isinstance(v, str) and v.strip() and not is_blob(v):
+            t.dirnames.append(v.strip())
+    t.name = trial_name(t, raw)
+    note = _blob_note("trial state", counts)
+    if note:
+        t.notes.append(note)
+    return t
+
+
+def trial_name(t: Trial, raw: dict[str, Any]) -> str:
+    """How Ray names the trial (`str(trial)`): its `custom_trial_name`, else
+    `<trainable>[_<env>]_<trial_id>` (Ray ≤ 0.8: `_<experiment_tag>`), `/` made `_`."""
+    custom = raw.get("custom_trial_name")
+    if isinstance(custom, str) and custom.strip():
+        return custom.strip().replace("/", "_")
+    ident = t.trainable or "trial"
+    env = (t.config or {}).get("env")
+    if isinstance(env, str) and env:
+        if env.startswith("<pickled ") and env.endswith(">"):
+            env = env[len("<pickled "):-1].rsplit(".", 1)[-1]  # a class: Ray uses its __name__
+        ident += "_" + env
+    tail = t.trial_id or t.experiment_tag or str(t.index)
+    return f"{ident}_{tail}".replace("/", "_")
+
+
+# -- the tuner's metric and mode -------------------------------------------------------------------
+
+_GOAL_HOLDERS = ("search", "scheduler", "tune_config", "tuner", "run_args", "tune_run", "searcher")
+
+
+def _read_goal(state: State, data: dict[str, Any]) -> None:
+    """The tuner's metric and mode where the JSON holds them: `runner_data` (`_metric`,
+    `_mode`), a JSON search algorithm / scheduler / tune config / `tune.run` arguments beside it
+    or inside it (`metric`, `mode`). Pickled ones are not looked into."""
+    places: list[tuple[str, dict[str, Any]]] = []
+    runner = data.get("runner_data")
+    if isinstance(runner, dict):
+        places.append(("runner_data", runner))
+    for where, holder in (("", data), ("runner_data.", runner if isinstance(runner, dict) else {})):
+        for k, v in holder.items():
+            if isinstance(v, dict) and not is_blob(v) and any(h in str(k).lower() for h in _GOAL_HOLDERS):
+                places.append((f"{where}{k}", v))
+    for where, d in places:
+        metric = _first(d, ("_metric", "metric"))
+        mode = _first(d, ("_mode", "mode"))
+        if state.metric is None and _is_metric(metric):
+            state.metric = metric
+            state.goal_where = where
+        if state.mode is None and _is_mode(mode):
+            state.mode = mode
+            if state.metric is not None and not state.goal_where.endswith(where):
+                state.goal_where += f" + {where}"
+
+
+def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if d.get(k) is not None:
+            return d[k]
+    return None
+
+
+def _is_metric(v: Any) -> bool:
+    return (isinstance(v, str) and bool(v)) or (
+        isinstance(v, list) and bool(v) and all(isinstance(x, str) and x for x in v))
+
+
+def _is_mode(v: Any) -> bool:
+    return v in ("min", "max") or (isinstance(v, list) and bool(v) and all(x in ("min", "max") for x in v))
