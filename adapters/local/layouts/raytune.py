@@ -252,8 +252,10 @@ def history(spec: LayoutRun):  # noqa: ANN201 - (frame, notes)
         if folder:
             frame, notes = _trial_history(folder)
             return frame, [f"history from the trial folder {os.path.basename(folder)}/"] + notes
+        if spec.sniffs.get("trial") is None:
+            return rundiff_core.empty_history(), ["no points: no trial read from the state file"]
         return rundiff_core.empty_history(), [
-            "no points: the trial's folder is not read (see the notes above); the state file's "
+            "no points: the trial's folder is not here (see the notes above); the state file's "
             "last_result is the summary"]
     return _trial_history(spec.path)
 

@@ -159,15 +159,16 @@ def parse(path: str, size: int | None = None) -> State:
     except ValueError as exc:
         state.damaged = True
         salvaged = _salvage(text)
-        why = str(exc).split(":")[0][:60]
-        if salvaged is None:
-            state.notes.append(f"{name}: not valid JSON ({why} at byte {getattr(exc, 'pos', '?')}); "
-                               "no trial read")
+        msg = getattr(exc, "msg", str(exc).split(":")[0])[:60]
+        where = f"{msg.removesuffix(' at')} at byte {getattr(exc, 'pos', '?')} of {len(text)}"
+        if salvaged is None or not salvaged[1]:
+            state.notes.append(f"{name}: not valid JSON ({where}: truncated or damaged); no "
+                               "complete trial entry before it, no trial read")
             return state
         key, entries = salvaged
-        state.notes.append(f"{name}: not valid JSON ({why} at byte {getattr(exc, 'pos', '?')}: "
-                           f"truncated or damaged); {len(entries)} `{key}` entr(ies) complete before "
-                           "it read, the rest (and runner_data) lost")
+        state.notes.append(f"{name}: not valid JSON ({where}: truncated or damaged); the "
+                           f"{len(entries)} `{key}` entr(ies) complete before it read, the rest "
+                           "(and runner_data) lost")
         data = {key: entries}
     if not isinstance(data, dict):
         state.damaged = True
