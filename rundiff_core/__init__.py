@@ -91,6 +91,16 @@ _EXPORTS: dict[str, str] = {
     "number_spans": "parsing.jsonl_numeric",  # JSON number tokens at byte spans, in bulk
     "NUMBER_SPAN_PAD": "parsing.jsonl_numeric",
     "step_notes": "parsing.fidelity",
+    # the config files beside a run (the local layouts' and the TensorBoard source's one reader)
+    "CONFIG_FILES": "parsing.configfiles",
+    "RUN_CONFIG_FILES": "parsing.configfiles",
+    "RunConfig": "parsing.configfiles",
+    "read_config_files": "parsing.configfiles",
+    "read_run_config": "parsing.configfiles",
+    "read_config_file": "parsing.configfiles",
+    "read_config_json": "parsing.configfiles",
+    "read_config_yaml": "parsing.configfiles",
+    "read_json_file": "parsing.configfiles",
     # what a trajectory importer fills
     "TaskRecord": "trajectories.model",
     "TrajectoryRun": "trajectories.model",
@@ -113,6 +123,15 @@ _MODULES: dict[str, str] = {
 
 __all__ = [
     "AdapterSpec",
+    "CONFIG_FILES",
+    "RUN_CONFIG_FILES",
+    "RunConfig",
+    "read_config_file",
+    "read_config_files",
+    "read_config_json",
+    "read_config_yaml",
+    "read_json_file",
+    "read_run_config",
     "Address",
     "AddressError",
     "AmbiguousSourceError",
@@ -271,6 +290,17 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing import protobuf
     from .parsing.arrow import numeric_column
     from .parsing.codes import factorize
+    from .parsing.configfiles import (
+        CONFIG_FILES,
+        RUN_CONFIG_FILES,
+        RunConfig,
+        read_config_file,
+        read_config_files,
+        read_config_json,
+        read_config_yaml,
+        read_json_file,
+        read_run_config,
+    )
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl

@@ -135,12 +135,9 @@ class TensorBoardSource(BaseSource):
         data = self._read(ref)
         path = self._path(ref)
         notes = list(data.notes)
-        config = data.config
         meta = dict(data.meta, path=path)
-        if not config and os.path.isdir(path):
-            config = _hparams_yaml(path, notes)
-            if config:
-                meta["config_from"] = HPARAMS_YAML
+        config = _run_config(os.path.dirname(path) if os.path.isfile(path) else path,
+                             data.config, notes, meta)
         run = Run(
             address=ref.address,
             name=ref.name or ref.run_id,
@@ -188,30 +185,20 @@ def _is_run_dir(path: str) -> bool:
     return bool(event_files(path))
 
 
-HPARAMS_YAML = "hparams.yaml"
-HPARAMS_YAML_MAX = 8 * 1024 * 1024
+def _run_config(run_dir: str, hparams: dict, notes: list[str], meta: dict) -> dict:
+    """The run's config: the hparams plugin's values, with the config files beside the event
+    files merged beneath them (rundiff_core.read_run_config: config.json/yaml/yml, hparams.yaml,
+    params.yaml/json, args.json/yaml/txt, opt.yaml, hyp.yaml under `hyp`, variant.json) — a
+    config file found beside an event file belongs to that run. What each file gave is a note
+    and `meta["config_files"]`; tracker metadata (W&B's `_wandb`, wandb-metadata.json) goes to
+    meta, never config."""
+    from rundiff_core import read_run_config
 
-
-def _hparams_yaml(run_dir: str, notes: list[str]) -> dict:
-    """The config Lightning's TensorBoardLogger saves beside the event files (`hparams.yaml`),
-    read when the events carry no hparams plugin data; `!!python/…` tags become plain data."""
-    path = os.path.join(run_dir, HPARAMS_YAML)
-    if not os.path.isfile(path):
-        return {}
-    if os.path.getsize(path) > HPARAMS_YAML_MAX:
-        notes.append(f"{HPARAMS_YAML} is over {HPARAMS_YAML_MAX // 2**20} MiB: not read as config")
-        return {}
-    from rundiff_core import load_yaml_plain
-
-    try:
-        with open(path, "rb") as fh:
-            data = load_yaml_plain(fh.read())
-    except Exception as exc:  # noqa: BLE001 - any YAML damage is a note, never a crash
-        notes.append(f"{HPARAMS_YAML} unreadable ({type(exc).__name__}): no config")
-        return {}
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        notes.append(f"{HPARAMS_YAML} is not a mapping: no config")
-        return {}
-    return data
+    got = read_run_config(run_dir, base=hparams)
+    notes += got.notes
+    meta.update(got.meta)
+    if got.files:
+        meta["config_files"] = got.files
+    if any(name in got.files for name in got.sources):
+        meta["config_from"] = " + ".join(got.sources)
+    return got.config

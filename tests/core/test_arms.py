@@ -454,9 +454,12 @@ def test_tensorboard_reads_lightnings_tagged_hparams_yaml(tmp_path, realdata):
     (tmp_path / "lightning_logs" / "version_1" / "hparams.yaml").write_text("opt: [unclosed\n")
     good = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_0'}", grouping=None).primary
     assert good.config["opt"]["batch_size"] == 256 and good.config["opt"]["device"] == ["cuda", 0]
-    assert good.meta["config_from"] == "hparams.yaml" and good.fidelity == []
+    assert good.meta["config_from"] == "hparams.yaml"
+    assert good.fidelity == ["hparams.yaml → config (1 key(s): opt)", "hparams.yaml: read as plain "
+                             "values: 1 argparse.Namespace as its fields, 1 torch.device as its "
+                             "arguments"]  # which file gave what, and what its tags became
     bad = load_arm(f"tb:{tmp_path / 'lightning_logs' / 'version_1'}").primary
-    assert bad.config == {} and any(n.startswith("hparams.yaml unreadable") for n in bad.fidelity)
+    assert bad.config == {} and any(n.startswith("hparams.yaml: unreadable") for n in bad.fidelity)
 
 
 def test_a_named_run_and_a_listing_find_the_same_arms(tmp_path):

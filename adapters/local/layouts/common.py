@@ -4,12 +4,20 @@ on file and folder names."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 import rundiff_core  # the seed rule (engines.arms) loads when a run is read, not to sniff
+
+# A run's config files are read by one reader in rundiff_core (rundiff_core.parsing.configfiles,
+# which the TensorBoard source uses too); the names the layouts were written with stay here.
+from rundiff_core import CONFIG_FILES as CONFIG_FILES
 from rundiff_core import flatten
+from rundiff_core import read_config_files as read_config_files
+from rundiff_core import read_config_json as read_config_json
+
+read_json = rundiff_core.read_json_file
+read_yaml = rundiff_core.read_config_yaml
 
 if TYPE_CHECKING:
     from rundiff_core import LayoutMeta as Meta  # the name the layouts were written with
@@ -19,9 +27,7 @@ else:
         run's metadata, not when it sniffs a folder (`detect` never builds one)."""
         return rundiff_core.LayoutMeta(**fields)
 
-MAX_JSON_BYTES = 512 << 20
-CONFIG_FILES = ("config.json", "config.yaml", "config.yml", "hparams.yaml", "params.yaml",
-                "args.json", "variant.json", "params.json")
+MAX_JSON_BYTES = 512 << 20  # what read_json loads at most (rundiff_core's MAX_JSON_BYTES)
 
 
 def name_matches(name: str, patterns: tuple[str, ...]) -> bool:
@@ -70,65 +76,6 @@ def seed_from_name(name: str) -> int | None:
 def strip_seed(name: str) -> str:
     """The arm part of a run name: `ppo_s3` → `ppo`, `run-seed_2` → `run`."""
     return rundiff_core.seed_stem(_stem(name)) or name
-
-
-def read_json(path: str, notes: list[str]) -> Any:
-    name = os.path.basename(path)
-    try:
-        if os.path.getsize(path) > MAX_JSON_BYTES:
-            notes.append(f"{name}: larger than {MAX_JSON_BYTES >> 20} MiB; not read")
-            return None
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (ValueError, UnicodeDecodeError, RecursionError, OSError) as exc:
-        notes.append(f"{name}: not valid JSON ({str(exc)[:80]}); skipped")
-        return None
-
-
-def read_yaml(path: str, notes: list[str]) -> Any:
-    """A YAML config: python tags read as plain data, serialized objects (pickled tensors,
-    `!!binary`, …) as one opaque value each (rundiff_core.load_yaml_config), said in a note."""
-    from rundiff_core import YamlRefused, load_yaml_config
-
-    name = os.path.basename(path)
-    try:
-        with open(path, "rb") as fh:
-            return load_yaml_config(fh.read(), name, notes)
-    except YamlRefused as exc:
-        notes.append(str(exc))
-    except OSError as exc:
-        notes.append(f"{name}: unreadable ({exc.strerror}); ignored")
-    except Exception as exc:  # malformed YAML: PyYAML raises many types
-        notes.append(f"{name}: unreadable YAML ({type(exc).__name__}); ignored")
-    return None
-
-
-def read_config_json(path: str, notes: list[str]) -> Any:
-    """A JSON config: jsonpickled objects (Sacred's `py/object`, `py/reduce`, `py/b64`) as one
-    opaque value each, or read when readable (rundiff_core.opaque_config), said in a note."""
-    from rundiff_core import opaque_config
-
-    data = read_json(path, notes)
-    return None if data is None else opaque_config(data, notes, os.path.basename(path))
-
-
-def read_config_files(folder: str, names: tuple[str, ...] = CONFIG_FILES) -> tuple[dict, list[str]]:
-    """A run's config from the config files beside it, each named in a note."""
-    config: dict[str, Any] = {}
-    notes: list[str] = []
-    for name in names:
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path):
-            continue
-        said: list[str] = []  # what reading it found (serialized objects, damage) follows its line
-        data = read_config_json(path, said) if name.endswith(".json") else read_yaml(path, said)
-        if isinstance(data, dict):
-            config.update(data)
-            notes.append(f"{name} → config")
-        elif data is not None:
-            notes.append(f"{name}: not a mapping; ignored")
-        notes += said
-    return config, notes
 
 
 def scalars(d: dict[str, Any], sep: str = "/") -> dict[str, Any]:
