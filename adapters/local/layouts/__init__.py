@@ -35,7 +35,7 @@ BUILTIN = (
                "Ray Tune trial folders: `result.json` (JSON lines) beside `params.json` "
                "(`progress.csv`)",
                priority=45, one_run="one trial folder (the experiment folder is its collection)",
-               signature=("params.json",)),
+               signature=("params.json", "experiment_state-*.json")),
     LayoutSpec("spinningup", f"{_PKG}.spinningup",
                "`progress.txt`/`progress.csv` beside `config.json` (garage, rllab: "
                "`variant.json`/`params.json`)",
