@@ -53,6 +53,8 @@ _EXPORTS: dict[str, str] = {
     "is_seed_key": "engines.arms",
     "is_identity_key": "engines.arms",
     "arm_config_text": "engines.arms",
+    "is_metadata_key": "metadata",
+    "split_metadata": "metadata",
     "AdapterSpec": "registry",
     "adapters_hook": "registry",
     "Claimed": "layout_model",
@@ -186,6 +188,7 @@ __all__ = [
     "history_frame",
     "hookimpl",
     "is_identity_key",
+    "is_metadata_key",
     "is_seed_key",
     "layouts_in_order",
     "load_run",
@@ -216,6 +219,7 @@ __all__ = [
     "seed_from_name",
     "seed_of",
     "seed_stem",
+    "split_metadata",
     "server_probe",
     "step_notes",
     "walk_dirs",
@@ -275,6 +279,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .layout_meta import LayoutMeta
     from .layout_model import Claimed, LayoutFolder, LayoutRun
     from .layouts import LayoutSpec
+    from .metadata import is_metadata_key, split_metadata
     from .model import (
         HISTORY_COLUMNS,
         HistoryColumns,

@@ -25,11 +25,14 @@ class LayoutRun:
 
 @dataclass
 class Claimed:
-    """What a layout's `claim` found in a folder: its runs, and the sub-folder names that belong
-    to them (checkpoint snapshots, a `vis_data/`) so the walk does not list them again."""
+    """What a layout's `claim` found in a folder: its runs, the sub-folder names that belong
+    to them (checkpoint snapshots, a `vis_data/`) so the walk does not list them again, and the
+    files it looked at and could not read."""
 
     runs: list[LayoutRun]
     consumed: set[str] = field(default_factory=set)
+    #: Files of the folder that no reader understood: {path: what they look like}, said by `ls`.
+    unread: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

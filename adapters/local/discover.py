@@ -32,12 +32,15 @@ def _layouts(names: list[str]):  # noqa: ANN202 - (spec, module) pairs in detect
     return layouts_in_order().modules(names)
 
 
-def claim_folder(folder: str, files: list[str], dirs: list[str]) -> tuple[list[RunSpec], set[str]]:
+def claim_folder(folder: str, files: list[str], dirs: list[str],
+                 unread: dict[str, str] | None = None) -> tuple[list[RunSpec], set[str]]:
     """The runs the first layout (in detection order) to claim `folder` finds, and the
-    sub-folders it consumes."""
+    sub-folders it consumes; the files no reader understood are added to `unread`."""
     view = LayoutFolder(folder, files, dirs)
     for _spec, module in _layouts([os.path.basename(folder), *files, *dirs]):
         got = module.claim(view)
+        if got is not None and unread is not None:
+            unread.update(got.unread)
         if got is not None and got.runs:
             # a checkpoint snapshot inside a run folder is part of that run, whatever its layout
             snapshots = {d for d in dirs if _SNAPSHOT.match(d)}
@@ -55,20 +58,27 @@ def claim_file(path: str) -> list[RunSpec]:
     return []
 
 
-def discover(root: str, depth: int = 4, limit: int | None = None) -> list[RunSpec]:
+def discover(root: str, depth: int = 4, limit: int | None = None,
+             unread: dict[str, str] | None = None) -> list[RunSpec]:
     """Every run at or below `root` (a file is one run; a trackio database one per run), in
-    path order."""
+    path order; the files looked at and not understood go to `unread` ({path: their shape})."""
     if os.path.isfile(root):
-        return claim_file(root)
+        found = claim_file(root)
+        if not found and unread is not None:
+            from .shape import shape_of
+
+            unread[root] = shape_of(root).detail
+        return found
     out: list[RunSpec] = []
-    _walk(root, depth, out, limit)
+    _walk(root, depth, out, limit, unread)
     return out
 
 
 _NOT_RUNS = ("__pycache__", "node_modules", "wandb", "mlruns")  # other adapters' or nobody's
 
 
-def _walk(root: str, depth: int, out: list[RunSpec], limit: int | None = None) -> None:
+def _walk(root: str, depth: int, out: list[RunSpec], limit: int | None = None,
+          unread: dict[str, str] | None = None) -> None:
     """Claim runs folder by folder through the shared bounded walk (rundiff_core.walk_dirs): a
     folder a layout claims keeps the walk out of the sub-folders it consumes. Detection (`limit`)
     also caps the entries listed; an address the user gave is listed to `depth` in full."""
@@ -78,6 +88,6 @@ def _walk(root: str, depth: int, out: list[RunSpec], limit: int | None = None) -
             return  # detection only needs to know there are runs
         files = [e.name for e in folder.files() if not e.name.startswith(".")][:MAX_FILES_PER_FOLDER]
         dirs = [e.name for e in folder.dirs]
-        runs, consumed = claim_folder(folder.path, files, dirs)
+        runs, consumed = claim_folder(folder.path, files, dirs, unread)
         out.extend(runs)
         folder.dirs[:] = [e for e in folder.dirs if e.name not in consumed and e.name not in _NOT_RUNS]

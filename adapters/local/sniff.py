@@ -72,15 +72,16 @@ class Sniff(rundiff_core.PlainRecord):
     equality, unhashable): a sniff builds one per file, and creating the dataclass cost `detect`
     more than all of its uses."""
 
-    __match_args__ = ("kind", "header", "comments", "step", "rows_seen")
+    __match_args__ = ("kind", "header", "comments", "step", "rows_seen", "headerless")
 
     def __init__(self, kind: str, header: list[str] = _NEW, comments: list[str] = _NEW,
-                 step: str | None = None, rows_seen: int = 0) -> None:
+                 step: str | None = None, rows_seen: int = 0, headerless: bool = False) -> None:
         self.kind = kind
         self.header: list[str] = [] if header is _NEW else header
         self.comments: list[str] = [] if comments is _NEW else comments
         self.step = step
         self.rows_seen = rows_seen
+        self.headerless = headerless  # `header` names the columns; the file has no header line
 
     @property
     def described(self) -> str:
@@ -217,7 +218,7 @@ def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
     """Every row of a sniffed file as float columns; text columns are named, not loaded."""
     name = os.path.basename(path)
     notes: list[str] = []
-    if sniff.kind in ("\t", ",", ";"):
+    if sniff.kind in ("\t", ",", ";") and not sniff.headerless:
         cols = _read_arrow_csv(path, sniff, notes)
         if cols is not None:
             return cols, notes
@@ -375,16 +376,22 @@ def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
         bad[0] += 1
         return None
 
+    named = {"header": None, "names": sniff.header} if sniff.headerless else {}
     try:
         frame = pd.read_csv(path, sep=sep, skiprows=len(sniff.comments), engine="python",
                             on_bad_lines=skip, keep_default_na=False, na_values=[""],
-                            dtype=str)
+                            dtype=str, **named)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         notes.append(f"{os.path.basename(path)}: unreadable ({str(exc)[:80]}); skipped")
         return pd.DataFrame()
     if bad[0]:
         notes.append(f"{os.path.basename(path)}: {bad[0]} malformed row(s) skipped")
+    if sniff.headerless:  # a counter `3/299` is 3, a size `2.5G` is 2.5 (old YOLOv5's columns)
+        frame = frame.apply(lambda s: s.str.replace(_COUNTED, r"\1", regex=True))
     return frame
+
+
+_COUNTED = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:/\d+|[KMGT])\s*$"
 
 
 def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:

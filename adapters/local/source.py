@@ -44,13 +44,23 @@ class LocalSource(BaseSource):
         self.root = os.path.abspath(os.path.expanduser(locator))
         if not os.path.exists(self.root):
             raise InputError(f"no such file or directory: {address.locator}")
-        self.specs: dict[str, RunSpec] = {s.path: s for s in discover(self.root)}
+        #: files below the root that no reader understood ({path: what they look like})
+        self.unread: dict[str, str] = {}
+        self.specs: dict[str, RunSpec] = {s.path: s for s in discover(self.root,
+                                                                     unread=self.unread)}
         if selector is not None:
             self.specs = {p: s for p, s in self.specs.items() if p.rsplit("#", 1)[-1] == selector
                           or s.sniffs.get("run_id") == selector}
             if not self.specs:
                 raise RunNotFoundError(f"no run {selector!r} in {locator}",
                                        hint=f"`rundiff ls local:{locator}` lists them")
+        if not self.specs and self.unread:
+            shown = "; ".join(f"{os.path.relpath(p, self.root) if p != self.root else os.path.basename(p)}: {why}"
+                              for p, why in sorted(self.unread.items())[:3])
+            more = f" (+{len(self.unread) - 3} more)" if len(self.unread) > 3 else ""
+            raise InputError(f"not understood: {shown}{more}",
+                             hint="no file here is a table, records, column lists, a text log "
+                             "with a step or a known store; see docs/local.md")
         if not self.specs:
             raise InputError(
                 f"no run logs found in {address.locator}",
@@ -74,6 +84,11 @@ class LocalSource(BaseSource):
 
     def list_runs(self) -> list[RunRef]:
         return [self._ref(self.specs[p]) for p in sorted(self.specs)]
+
+    def unread_files(self) -> dict[str, str]:
+        """Files under the address that no reader understood, with what they look like: `ls`
+        lists them last, so a user sees what was left unread."""
+        return dict(self.unread)
 
     def _spec(self, ref: RunRef) -> RunSpec:
         path = ref.address.split(":", 1)[1]

@@ -266,6 +266,23 @@ def sniff_text(path: str) -> Grammar | None:
                    framework="torchtune-disk" if step == "Step" and disk >= 2 else None)
 
 
+def record_share(path: str, grammar: Grammar) -> tuple[int, int]:
+    """(records, non-blank lines) of the grammar in the file's sniff sample (all of a file up to
+    WHOLE_BYTES): how large a part of the file the grammar's records are."""
+    lines = [ln for ln in (_sample(path) or []) if ln.strip()]
+    if grammar.framework == "hf-dict":
+        is_record = lambda ln: _dict_record(ln) is not None  # noqa: E731
+    elif grammar.framework == "fairseq":
+        is_record = lambda ln: bool(_fairseq_json_row(ln) or _FAIRSEQ.search(ln))  # noqa: E731
+    elif grammar.framework == "torchtune-tqdm":
+        is_record = lambda ln: bool(_TT_TQDM.match(ln))  # noqa: E731
+    elif grammar.long_form:
+        is_record = lambda ln: bool(_TRIPLE.match(ln))  # noqa: E731
+    else:
+        is_record = lambda ln: parse_line(ln) is not None  # noqa: E731
+    return sum(1 for ln in lines if is_record(ln)), len(lines)
+
+
 def _framework(lines: list[str]) -> Grammar | None:
     """A framework's own lines, recognised before the generic grammar (at least 2 records)."""
     tqdm = sum(1 for ln in lines if _TT_TQDM.match(ln) and parse_line(

@@ -94,8 +94,16 @@ class WandbSource(BaseSource):
         try:
             log: LogData = read_log(log_path, summary=False)
         except LogFormatError as exc:
-            raise InputError(f"{log_path} is not a readable W&B transaction log: {exc}",
-                             hint="a .wandb file starts with ':W&B' and magic 0xBEE1") from exc
+            if folder is None or not os.path.isdir(os.path.join(folder, "files")):
+                raise InputError(f"{log_path} is not a readable W&B transaction log: {exc}",
+                                 hint="a .wandb file starts with ':W&B' and magic 0xBEE1") from exc
+            # an empty or foreign log (a run killed before its first write) beside files/: the
+            # run is still what files/ says, as for a folder committed without its log
+            seg = _files_only(folder)
+            seg.notes.insert(0, f"{os.path.basename(log_path)} is not a readable W&B transaction "
+                             f"log ({exc}): the run is read from files/ alone")
+            self._logs[log_path] = (stamp, seg)
+            return seg
         except OSError as exc:
             raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
         verified = log.verified  # the closure keeps the stamp, not the decoded log

@@ -84,9 +84,11 @@ def _bare_folder(raw: str) -> bool:
     return parse_address(raw).scheme is None and os.path.isdir(raw)
 
 
-def _rows_of(src: str, with_points: bool, headers: list[str]) -> list[dict[str, Any]]:
+def _rows_of(src: str, with_points: bool, headers: list[str],
+             unread: dict[str, str]) -> list[dict[str, Any]]:
     """The runs an address names; a bare folder is searched as deep as its runs are
-    (rundiff_core.tree), every store below it listed, with a line per store kind."""
+    (rundiff_core.tree), every store below it listed, with a line per store kind. Files a
+    source looked at and could not read are added to `unread`."""
     from ..resolve import load_runs, open_source
 
     if not _bare_folder(src):
@@ -103,6 +105,7 @@ def _rows_of(src: str, with_points: bool, headers: list[str]) -> list[dict[str, 
     rows = []
     for store in found.stores:
         source = open_source(store.address)
+        unread.update(getattr(source, "unread_files", dict)())
         for ref in store.refs:
             row = summarize(source.load_run(ref), with_points)
             row["store"] = store.address
@@ -110,12 +113,31 @@ def _rows_of(src: str, with_points: bool, headers: list[str]) -> list[dict[str, 
     return rows
 
 
-def listing(sources: list[str], with_points: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+def listing(sources: list[str], with_points: bool = True, unread: dict[str, str] | None = None
+            ) -> tuple[list[dict[str, Any]], list[str]]:
     """(one row per run, the lines saying where a folder's stores were found): what `ls` prints
-    as JSON and as text (the MCP `ls` tool answers the same)."""
+    as JSON and as text (the MCP `ls` tool answers the same). The files of a searched folder
+    that no reader understood go to `unread` ({path: what they look like})."""
     headers: list[str] = []
-    rows = [row for src in sources for row in _rows_of(src, with_points, headers)]
+    unread = {} if unread is None else unread
+    rows = [row for src in sources for row in _rows_of(src, with_points, headers, unread)]
     return rows, headers
+
+
+MAX_UNREAD_SHOWN = 20
+
+
+def unread_lines(unread: dict[str, str]) -> list[str]:
+    """The last lines of `ls FOLDER`: the files it looked at and did not understand."""
+    if not unread:
+        return []
+    base = os.path.commonpath(list(unread)) if len(unread) > 1 else os.path.dirname(next(iter(unread)))
+    out = [f"# not understood: {len(unread)} file(s) left unread"]
+    for path, why in sorted(unread.items())[:MAX_UNREAD_SHOWN]:
+        out.append(f"#   {os.path.relpath(path, base) if base else path}: {why}")
+    if len(unread) > MAX_UNREAD_SHOWN:
+        out.append(f"#   … {len(unread) - MAX_UNREAD_SHOWN} more (--format json lists them all)")
+    return out
 
 
 def text_lines(rows: list[dict[str, Any]], headers: Sequence[str] = ()) -> list[str]:
@@ -137,12 +159,13 @@ def text_lines(rows: list[dict[str, Any]], headers: Sequence[str] = ()) -> list[
 def run(args: argparse.Namespace) -> int:
     from ..resolve import default_addresses
 
-    rows, headers = listing(args.sources or default_addresses(), not args.no_points)
+    unread: dict[str, str] = {}
+    rows, headers = listing(args.sources or default_addresses(), not args.no_points, unread)
     if emit("ls", args.format, lambda: rows):
         return 0
     if args.format == "json":
         print(dumps(rows))
         return 0
-    for line in text_lines(rows, headers):
+    for line in text_lines(rows, headers) + unread_lines(unread):
         print(line)
     return 0

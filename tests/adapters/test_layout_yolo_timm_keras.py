@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rundiff_core import LayoutFolder, layouts_in_order
+from rundiff_core import InputError, LayoutFolder, layouts_in_order
 from rundiff_core.cli import main
 from rundiff_core.detect import collect_claims
 from rundiff_core.resolve import open_source
@@ -45,7 +45,7 @@ def _written(source: Path, under: str, layout: str, config_files: tuple[str, ...
         if not rel_file.startswith(under.rstrip("/") + "/") and under not in ("", "."):
             continue
         full = source / rel_file
-        run_path = full if layout == "keras-history" else full.parent
+        run_path = full if layout == "column-lists" else full.parent
         rel = os.path.relpath(run_path, root)
         want = runs.setdefault(rel, {"points": {}, "last": {}, "config": {}})
         for key, m in metrics.items():
@@ -110,11 +110,11 @@ KERAS_SOURCES = {
 
 
 class TestKerasHistoryContract(LayoutContract):
-    layout = "keras-history"
+    layout = "column-lists"
 
     @pytest.fixture(params=sorted(KERAS_SOURCES))
     def written_layout(self, request) -> WrittenLayout:
-        return _written(KERAS_SOURCES[request.param], "", "keras-history")
+        return _written(KERAS_SOURCES[request.param], "", "column-lists")
 
 
 # -- Ultralytics ----------------------------------------------------------------------------------
@@ -467,9 +467,9 @@ def test_keras_nan_in_a_repr_and_in_json_are_points(tmp_path):
 def test_keras_cli_ls_and_diff(capsys):
     source = KERAS / "saschamet-melanoma"
     assert main(["ls", f"local:{source}"]) == 0
-    assert capsys.readouterr().out.count("layout: keras-history") == 2
+    assert capsys.readouterr().out.count("layout: column-lists") == 2
     assert main(["detect", str(source / "results" / "2021-01-08_11_54_16-history.json")]) == 0
-    assert "keras-history" in capsys.readouterr().out
+    assert "column-lists" in capsys.readouterr().out
     assert main(["diff", str(source / "evaluation" / "history.json"),
                  str(source / "results" / "2021-01-08_11_54_16-history.json")]) == 0
     out = capsys.readouterr().out
@@ -479,12 +479,14 @@ def test_keras_cli_ls_and_diff(capsys):
 def test_keras_claims_by_content_and_steals_nothing(tmp_path):
     """JSON files other layouts read (or nobody should) stay theirs; each layout's claim holds."""
     files = {
-        "all_results.json": {"loss": [1.0, 0.5], "val_loss": [1.0, 0.9]},  # `files` reads it
         "trainer_state.json": {"log_history": [{"loss": 1.0, "step": 1}], "global_step": 1},
         "lm_eval.json": {"results": {"hellaswag": {"acc": 0.5}}},
         "sacred_metrics.json": {"loss": {"steps": [0, 1], "values": [1.0, 0.5]}},
         "dvclive_metrics.json": {"loss": 0.5, "step": 3},
-        "plot.json": {"x": [1, 2, 3], "y": [4, 5, 6]},
+        "plot.json": {"x": [1, 2, 3], "y": [4, 5, 6]},  # two short lists: a config pair
+        "norm.json": {"mean": [0.47, 0.2, 0.34], "std": [0.39, 0.29, 0.22]},
+        "config_like.json": {"milestones": [30, 60, 90, 120], "lr": 0.1, "wd": 1e-4,
+                             "momentum": 0.9, "batch": 64, "epochs": 150},
         "coco.json": {"images": [{"id": 1}], "annotations": []},
         "strings.json": {"loss": ["a", "b"]},
     }
@@ -492,7 +494,7 @@ def test_keras_claims_by_content_and_steals_nothing(tmp_path):
         (tmp_path / name).write_text(json.dumps(data))
     (tmp_path / "d2_metrics.json").write_text('{"iteration": 19, "loss": 1.2}\n'
                                               '{"iteration": 39, "loss": 1.1}\n')
-    module = layouts_in_order().module("keras-history")
+    module = layouts_in_order().module("column-lists")
     for name in [*files, "d2_metrics.json"]:
         assert module.claim_file(str(tmp_path / name)) is None, name
     assert module.claim(LayoutFolder(str(tmp_path), sorted(os.listdir(tmp_path)), [])) is None
@@ -501,23 +503,23 @@ def test_keras_claims_by_content_and_steals_nothing(tmp_path):
     mixed.mkdir()
     (mixed / "exp3-hist.json").write_text(json.dumps({"loss": [0.3, 0.2], "mae": [1.0, 0.9]}))
     (mixed / "training_log.csv").write_text("epoch,loss\n0,1.0\n1,0.5\n")
-    shutil.copy(tmp_path / "all_results.json", mixed / "all_results.json")
+    (mixed / "all_results.json").write_text(json.dumps({"loss": [1.0, 0.5], "val_loss": [1.0, 0.9]}))
     src = open_source(f"local:{mixed}")
     runs = {os.path.basename(src.load_run(r).meta["path"]): src.load_run(r) for r in src.list_runs()}
-    assert {k: r.meta["layout"] for k, r in runs.items()} == {"exp3-hist.json": "keras-history",
+    assert {k: r.meta["layout"] for k, r in runs.items()} == {"exp3-hist.json": "column-lists",
                                                               "mixed": "files"}
     assert sorted(runs["mixed"].meta["files"]) == ["all_results.json", "training_log.csv"]
 
 
 def test_keras_repr_string_is_never_evaluated(tmp_path):
+    """A JSON string holding code, not a literal: never run, and the file is "not understood"
+    (it holds no column lists), said with what it is."""
     marker = tmp_path / "pwned"
     code = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     (tmp_path / "history.json").write_text(json.dumps("{'loss': [1.0, " + code + "]}"))
-    src = open_source(f"local:{tmp_path}")
-    (ref,) = src.list_runs()
-    frame = src.load_history(ref)
-    assert not len(frame) and not marker.exists()
-    assert any("not a Python literal" in n for n in frame.attrs["fidelity"])
+    with pytest.raises(InputError, match="not understood: history.json: a JSON string"):
+        open_source(f"local:{tmp_path}")
+    assert not marker.exists()
 
 
 def test_keras_huge_garbage_is_not_read_whole_and_damage_is_a_note(tmp_path):
@@ -526,7 +528,7 @@ def test_keras_huge_garbage_is_not_read_whole_and_damage_is_a_note(tmp_path):
     with open(huge, "wb") as fh:
         fh.write(b'{"loss": "' + b"x" * 100)
         fh.truncate(1 << 30)  # a sparse GiB: reading it whole would show
-    module = layouts_in_order().module("keras-history")
+    module = layouts_in_order().module("column-lists")
     t0 = time.perf_counter()
     assert module.claim_file(str(huge)) is None
     assert module.claim(LayoutFolder(str(huge.parent), ["history.json"], [])) is None

@@ -43,7 +43,7 @@ NOT_LIGHT = ("shutil", "bz2", "lzma", "json", "zipfile", "sqlite3", "datetime", 
              "rundiff_adapters.local.discover", "rundiff_adapters.local.sniff",
              "rundiff_adapters.local.textlog")
 # `detect` on a journal run asks every adapter once; the local adapter offers the folder to the
-# layouts whose signature it matches (its final.json: lm-eval's and keras-history's), and to the
+# layouts whose signature it matches (its final.json: lm-eval's and column-lists'), and to the
 # `files` fallback, whose sniff of one-line text files needs no text-log grammar.
 NOT_FOR_DETECT = ("shutil", "bz2", "lzma", "zipfile", "sqlite3", "datetime", "csv", "yaml",
                   "hashlib", "rundiff_core.redact", "rundiff_core.source",
@@ -163,7 +163,7 @@ def test_detect_on_a_run_imports_no_engine_at_all(journal_run):
     assert _scan(got["modules"]) == set()
     assert _imported(got["modules"], NOT_FOR_DETECT) == set()
     assert {"rundiff_adapters.local.layouts.files", "rundiff_adapters.local.layouts.lmeval",
-            "rundiff_adapters.local.layouts.keras_history"} <= got["modules"]  # the control
+            "rundiff_adapters.local.layouts.column_lists"} <= got["modules"]  # the control
 
 
 @pytest.mark.parametrize("name", [name for name, _module, _help in COMMANDS])
@@ -331,7 +331,7 @@ def _written_out_classes() -> list[tuple[type, bool, list[tuple[str, object]], t
         (Found, False, [("exports", []), ("legacy", []), ("scale", []), ("skipped", [])], (),
          {"legacy": ["x"]}),
         (Sniff, False, [("kind", MISSING), ("header", []), ("comments", []), ("step", None),
-                        ("rows_seen", 0)], ("jsonl",), {"header": ["step", "loss"], "step": "step"}),
+                        ("rows_seen", 0), ("headerless", False)], ("jsonl",), {"header": ["step", "loss"], "step": "step"}),
     ]
 
 

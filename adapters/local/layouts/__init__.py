@@ -71,9 +71,10 @@ BUILTIN = (
                "mmcv / mmdetection 2.x `*.log.json` (JSON lines with `mode` train/val)",
                priority=82, one_run="each `*.log.json` (one launch, with its header's config)",
                signature=("*.log.json",)),
-    LayoutSpec("keras-history", f"{_PKG}.keras_history",
-               "Keras `history.history` dumped as JSON (`{\"loss\": [...], \"val_loss\": [...]}`)",
-               priority=84, one_run="each history file", signature=("*.json",)),
+    LayoutSpec("column-lists", f"{_PKG}.column_lists",
+               "JSON objects of per-epoch lists (`{\"loss\": [...], \"val_loss\": [...]}`, Keras "
+               "`history.history`, any other keys beside them), found by the `files` sniff",
+               priority=84, one_run="each file", signature=("*.json",)),
     LayoutSpec("sqlite-store", f"{_PKG}.sqlite_store",
                "a SQLite file recognised by its schema (header + `sqlite_master`, not its name): an "
                "Optuna study store, or a table of key/step/value rows (with a run id column or "

@@ -32,10 +32,18 @@ def is_result_file(name: str) -> bool:
     return name_matches(name.lower(), RESULT_PATTERNS)
 
 
-def sniff_files(folder: str, files: list[str]) -> list[LayoutRun]:
-    """Runs from a folder no named layout claims: its tables as one run, each text log as one."""
+def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = None
+                ) -> list[LayoutRun]:
+    """Runs from a folder no named layout claims, each file taken by its shape
+    (`adapters/local/shape.py`): its tables and records as one run, each file of column lists
+    and each text log a run of its own — unless the folder holds a structured history, whose
+    stdout copy or console log is then a file of that run, not a run beside it. Files of no
+    shape a reader knows go to `unread` ({path: what they look like})."""
+    from ..shape import shape_of
+
     table = LayoutRun(folder, "files", reason="")
     texts: list[LayoutRun] = []
+    columns: list[LayoutRun] = []
     for name in files:
         low = name.lower()
         path = os.path.join(folder, name)
@@ -47,33 +55,57 @@ def sniff_files(folder: str, files: list[str]) -> list[LayoutRun]:
         if os.path.splitext(low)[1] not in SNIFF_EXTS:
             continue
         head = read_head(path)
-        found = sniff_table(path, head)
-        if found is not None and (found.kind == "json" or not low.endswith(".json")):
-            table.files.append(path)  # a .json file counts only as an array of records
-            table.sniffs[path] = found
-            continue
-        if low.endswith((".json", ".csv", ".tsv")) or not may_be_text_log(head):
-            continue  # no text log: textlog (its grammars compile on import) is not imported
-        from ..textlog import sniff_text
-
-        grammar = sniff_text(path)
-        if grammar is not None:
-            texts.append(LayoutRun(path, "text", [path], grammar.describe(), {path: grammar}))
+        text_ok = not low.endswith((".json", ".csv", ".tsv")) and may_be_text_log(head)
+        shape = shape_of(path, head, text=text_ok)
+        if shape.kind in ("table", "records"):
+            table.files.append(path)
+            table.sniffs[path] = shape.found
+        elif shape.kind == "columns":
+            columns.append(LayoutRun(path, "column-lists", [path], shape.detail, {path: shape.found}))
+        elif shape.kind == "text":
+            texts.append(LayoutRun(path, "text", [path], shape.detail, {path: shape.found}))
+        elif unread is not None and shape.kind != "document":
+            unread[path] = shape.detail
     specs = []
     if table.files:
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
+        if texts and any(isinstance(s, Sniff) for s in table.sniffs.values()):
+            # a structured history's stdout copy (`output.log`, `train.log`) is that run's
+            table.files += [t.path for t in texts]
+            table.sniffs.update({t.path: TextBeside(t.reason) for t in texts})
+            texts = []
         specs.append(table)
-    return specs + texts
+    return specs + columns + texts
+
+
+class TextBeside(rundiff_core.PlainRecord):
+    """A text log beside a folder's structured history: a file of that run (its console copy),
+    said in the notes and not read into the history (its records repeat the table's)."""
+
+    __match_args__ = ("grammar",)
+
+    def __init__(self, grammar: str) -> None:
+        self.grammar = grammar
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
-    runs = sniff_files(folder.path, folder.files)
-    return Claimed(runs) if runs else None
+    unread: dict[str, str] = {}
+    runs = sniff_files(folder.path, folder.files, unread)
+    return Claimed(runs, unread=unread) if runs or unread else None
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
-    runs = sniff_files(os.path.dirname(path), [os.path.basename(path)])
+    """A file named alone: what its shape holds — and a text log whose records are too small a
+    part of it to claim it in a folder is read when it is named, its share said."""
+    unread: dict[str, str] = {}
+    runs = sniff_files(os.path.dirname(path), [os.path.basename(path)], unread)
+    if not runs and path in unread:
+        from ..shape import shape_of
+
+        shape = shape_of(path)
+        if shape.found is not None and shape.kind == "unknown":  # a grammar, below its share
+            runs = [LayoutRun(path, "text", [path], f"named: {shape.detail}", {path: shape.found})]
     for r in runs:
         r.path = path
     return runs or None
@@ -117,6 +149,11 @@ def meta(spec: LayoutRun) -> Meta:
                              "x = row index)")
             continue
         sniff = spec.sniffs.get(path)
+        if isinstance(sniff, TextBeside):
+            out.notes.append(f"{base}: {sniff.grammar} beside the structured history → a file of "
+                             "this run (its console copy), not read into it; `rundiff ls "
+                             f"local:{path}` reads it alone")
+            continue
         if isinstance(sniff, Sniff):
             if (row := one_row(path, sniff)) is not None:
                 stem = os.path.splitext(base)[0]
@@ -133,8 +170,13 @@ def meta(spec: LayoutRun) -> Meta:
             continue
         data = read_json(path, out.notes)
         if "meta" in base.lower() and isinstance(data, dict):
-            out.config.update(data)
-            out.notes.append(f"{base} (metadata object) → config")
+            config, metadata = rundiff_core.split_metadata(data)
+            out.config.update(config)
+            out.meta.update(metadata)
+            out.notes.append(f"{base} (metadata object) → "
+                             + ", ".join(f"{len(part)} key(s) {where}" for part, where in
+                                         ((metadata, "to metadata"), (config, "to config"))
+                                         if part))
         elif isinstance(data, dict):
             flat = scalars(data, ".")
             out.summary.update(flat)
@@ -153,6 +195,8 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         if path in unstepped:
             continue  # said in the meta notes
         sniff = spec.sniffs.get(path)
+        if isinstance(sniff, TextBeside):
+            continue  # a console copy: said in the meta notes
         if isinstance(sniff, Sniff):
             if one_row(path, sniff) is not None:
                 continue
@@ -168,7 +212,49 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                 notes.append(f"{os.path.basename(path)}: no header with numeric columns; skipped")
                 continue
             frame, more = read_table(path, sniff)
-        frames.append(frame)
+        frames.append((path, frame))
         notes += more
-    frames = [f for f in frames if len(f)]
-    return (pd.concat(frames, ignore_index=True) if frames else rundiff_core.empty_history()), notes
+    frames = [(p, f) for p, f in frames if len(f)]
+    if not frames:
+        return rundiff_core.empty_history(), notes
+    out = pd.concat(_apart(frames, notes), ignore_index=True)
+    if len(frames) > 1:
+        out.attrs["key_files"] = {k: os.path.basename(p) for p, f in frames
+                                  for k in f["key"].unique()}
+    return out, notes
+
+
+def _apart(frames: list[tuple[str, pd.DataFrame]], notes: list[str]) -> list[pd.DataFrame]:
+    """The frames of a run's files, a key that two files both hold (`Step,Value` exports, a
+    `loss` in train.csv and in val.csv) named by its file in each (`train/loss`, `val/loss`):
+    two files' columns are never concatenated into one series."""
+    holders: dict[str, list[str]] = {}
+    for path, frame in frames:
+        for key in frame["key"].unique():
+            holders.setdefault(key, []).append(path)
+    shared = {k: ps for k, ps in holders.items() if len(ps) > 1}
+    if not shared:
+        return [f for _, f in frames]
+    stems = _stems([p for p, _ in frames])
+    out = []
+    for path, frame in frames:
+        mine = [k for k in frame["key"].unique() if k in shared]
+        if mine:
+            frame = frame.copy()
+            frame["key"] = frame["key"].map(lambda k, s=stems[path]: f"{s}/{k}" if k in shared
+                                            else k)
+        out.append(frame)
+    shown = ", ".join(f"`{k}`" for k in list(shared)[:4]) + (" …" if len(shared) > 4 else "")
+    notes.append(f"{shown} in {len({p for ps in shared.values() for p in ps})} files: kept apart, "
+                 "each named by its file (`<file>/<key>`), never joined into one series")
+    return out
+
+
+def _stems(paths: list[str]) -> dict[str, str]:
+    """Each file's name without its extension (its path under the run's folder where two share a
+    name)."""
+    stems = {p: os.path.splitext(os.path.basename(p))[0] for p in paths}
+    if len(set(stems.values())) < len(stems):
+        base = os.path.commonpath(paths)
+        stems = {p: os.path.splitext(os.path.relpath(p, base))[0] for p in paths}
+    return stems
