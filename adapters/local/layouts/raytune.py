@@ -543,15 +543,22 @@ def _state_meta(spec: LayoutRun) -> Meta:
 
         out.notes = [n for n in out.notes if not n.startswith((f"{PARAMS} → config",
                                                                 f"{PARAMS} unreadable"))]
-        out.config = flatten(opaque_config(t.config, out.notes, "the trial's config"))
+        try:
+            out.config = flatten(opaque_config(t.config, out.notes, "the trial's config"))
+        except RecursionError:
+            out.notes.append(f"{state.name}: the trial's `config` is nested too deeply; not read")
         out.notes.append(f"{state.name}: the trial's `config` → config (nested keys joined with `.`)"
                          + (f"; {PARAMS} beside it not used" if folder and os.path.isfile(
                              os.path.join(folder, PARAMS)) else ""))
     elif out.config:
         out.notes.append(f"config from {PARAMS} in the trial folder (the state's is not readable)")
     folder_summary = dict(out.summary)
+    try:
+        numbers, other = _summary(t.last_result) if t.last_result is not None else ({}, [])
+    except RecursionError:
+        out.notes.append(f"{state.name}: the trial's `last_result` is nested too deeply; not read")
+        t.last_result = None
     if t.last_result is not None:
-        numbers, other = _summary(t.last_result)
         out.summary = {**numbers, **folder_summary}
         out.notes.append(f"{state.name}: the trial's `last_result` → summary ({len(numbers)} number(s); "
                          "nested keys joined with `/`; not metrics: `config`, `pid`, `timestamp`"
