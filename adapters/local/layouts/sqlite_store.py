@@ -107,12 +107,14 @@ def read_schema(path: str) -> Schema | None:
         return None
     try:
         with connect(path) as (conn, _):
-            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                "AND name NOT LIKE 'sqlite_%' ORDER BY rowid LIMIT ?",
-                                (MAX_TABLES + 1,)).fetchall()
-            more = max(0, len(rows) - MAX_TABLES)
+            where = "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            rows = conn.execute(f"SELECT name FROM sqlite_master {where} ORDER BY rowid LIMIT ?",
+                                (MAX_TABLES,)).fetchall()
+            more = 0
+            if len(rows) == MAX_TABLES:
+                more = conn.execute(f"SELECT count(*) FROM sqlite_master {where}").fetchone()[0] - MAX_TABLES
             tables: dict[str, dict[str, str]] = {}
-            for (name,) in rows[:MAX_TABLES]:
+            for (name,) in rows:
                 if not isinstance(name, str):
                     continue
                 info = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
@@ -268,22 +270,33 @@ def claim_file(path: str) -> list[LayoutRun] | None:
 
 def meta(run: LayoutRun) -> Meta:
     kind = run.sniffs.get("kind")
-    if kind == "optuna":
-        return _optuna_meta(run)
-    if kind == "kv":
-        return _kv_meta(run)
+    try:
+        if kind == "optuna":
+            return _optuna_meta(run)
+        if kind == "kv":
+            return _kv_meta(run)
+    except (sqlite3.Error, OSError, ValueError) as exc:  # damaged past its schema, or changed
+        return Meta(notes=[_unreadable(run, exc)])
     return Meta(notes=[f"{os.path.basename(run.files[0])}: {run.reason}; nothing read"])
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    kind = run.sniffs.get("kind")
-    if kind == "optuna":
-        return _optuna_history(run)
-    if kind == "kv":
-        return _kv_history(run)
     import rundiff_core
 
+    kind = run.sniffs.get("kind")
+    try:
+        if kind == "optuna":
+            return _optuna_history(run)
+        if kind == "kv":
+            return _kv_history(run)
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        return rundiff_core.empty_history(), [_unreadable(run, exc)]
     return rundiff_core.empty_history(), []
+
+
+def _unreadable(run: LayoutRun, exc: BaseException) -> str:
+    said = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    return f"{os.path.basename(run.files[0])}: unreadable past its schema ({said}); nothing read"
 
 
 # -- a per-database cache: a store is read once per command, whatever number of runs it holds -----
@@ -523,6 +536,7 @@ class _Store:
         self.schema_version: int | None = None
         self.notes: list[str] = []
         self.schema: Schema | None = None
+        self.values_from = "trial_values"  # where the final values were read
 
 
 def _metric_names(attrs: dict[str, Any], n: int) -> tuple[list[str] | None, str]:
@@ -608,6 +622,7 @@ def _load_values(conn: sqlite3.Connection, schema: Schema, store: _Store) -> Non
             if trial is not None and isinstance(obj, int):
                 trial.values[obj] = _stored_value(value, vt, typed)
     elif schema.has("trials", "value"):
+        store.values_from = "trials.value (Optuna < 2.4)"
         for tid, value in conn.execute("SELECT trial_id, value FROM trials"):
             if value is not None and tid in store.trials:
                 store.trials[tid].values[0] = _stored_value(value, None, False)
@@ -693,7 +708,7 @@ def _optuna_meta(run: LayoutRun) -> Meta:
     if trial.values:
         out.summary = {keys[i] if i < len(keys) else f"value_{i}": v
                        for i, v in sorted(trial.values.items())}
-        out.notes.append(f"trial_values → summary {', '.join(out.summary)} (the final objective "
+        out.notes.append(f"{store.values_from} → summary {', '.join(out.summary)} (the final objective "
                          f"value{'s' if len(out.summary) > 1 else ''})")
     if study.names is not None:
         out.notes.append(f"objective name{'s' if len(study.names) > 1 else ''} "
