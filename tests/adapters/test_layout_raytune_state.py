@@ -295,6 +295,19 @@ def test_pickled_trial_entries_are_skipped_and_counted_never_unpickled(tmp_path,
     assert run.meta["trial_id"] == "2e66a_00000"
 
 
+def test_a_trial_nested_past_the_recursion_limit_is_a_note(tmp_path):
+    state = _alone(tmp_path)
+    data = json.loads(state.read_text())
+    trial = json.loads(data["trial_data"][0][0])
+    deep = '{"a": ' * 950 + "1" + "}" * 950  # parses, but deeper than flattening may recurse
+    raw = json.dumps({k: v for k, v in trial.items() if k != "config"})[:-1] + f', "config": {deep}}}'
+    data["trial_data"][0][0] = raw
+    state.write_text(json.dumps(data))
+    (run,) = _runs(f"local:{state}").values()  # refused in one note: never a traceback
+    _one_note(run, "1 entr(ies) nested too deeply to read skipped")
+    assert run.config == {} and run.metric_keys() == []
+
+
 def test_the_claim_reads_state_files_once_and_never_claims_a_trial_folder_twice(tmp_path):
     module = layouts_in_order().module("raytune")
     exp = tmp_path / "exp"

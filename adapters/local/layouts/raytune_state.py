@@ -356,7 +356,9 @@ def _decode(entry: Any) -> tuple[str, Any]:
     if isinstance(entry, str):
         try:
             got = json.loads(entry)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            return "deep", None
+        except ValueError:
             return "bad", None
         if is_blob(got):
             return "blob", None
@@ -383,12 +385,14 @@ def _read_entries(state: State, key: str, entries: list[Any]) -> None:
             continue
         state.trials.append(_trial(index, trial, runtime))
     state.structure = _structure(key, kinds)
-    skipped = kinds["blob"] + kinds["bad"]
+    skipped = kinds["blob"] + kinds["bad"] + kinds["deep"]
     parts = [f"{state.name}: {state.structure}; {len(state.trials)} trial(s)"]
     if kinds["blob"]:
         parts.append(f"{kinds['blob']} pickled entr(ies) skipped (never unpickled)")
     if kinds["bad"]:
         parts.append(f"{kinds['bad']} entr(ies) neither a trial object nor its JSON skipped")
+    if kinds["deep"]:
+        parts.append(f"{kinds['deep']} entr(ies) nested too deeply to read skipped")
     if len(entries) > MAX_TRIALS:
         parts.append(f"only the first {MAX_TRIALS} of {len(entries)} entries read")
     state.notes.append("; ".join(parts))
