@@ -28,6 +28,7 @@ from rundiff_adapters.local.layouts import sqlite_store
 
 from rundiff_core.cli import main
 from rundiff_core.detect import collect_claims
+from rundiff_core.errors import InputError
 from rundiff_core.resolve import open_source
 from rundiff_core.testing import LayoutContract, WrittenLayout, hash_tree
 
@@ -262,6 +263,18 @@ def test_a_study_store_beside_logs_keeps_the_logs(store, tmp_path):
     runs = _runs(f"local:{tmp_path}")
     layouts = sorted({r.meta["layout"] for r in runs.values()})
     assert layouts == ["files", "sqlite-store"] and len(runs) == 14
+
+
+def test_a_study_store_without_trials_says_so(tmp_path):
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.create_study(study_name="nothing-yet", storage=f"sqlite:///{tmp_path / 'new.db'}")
+    before = hash_tree(tmp_path)
+    runs = _runs(f"local:{tmp_path / 'new.db'}")
+    (run,) = runs.values()
+    assert run.metric_keys() == [] and any("Optuna study store with no trial" in n for n in run.fidelity)
+    with pytest.raises(InputError):  # in a folder walk it is no run
+        open_source(f"local:{tmp_path}")
+    assert hash_tree(tmp_path) == before
 
 
 # -- older schemas, written by the old releases themselves ---------------------------------------

@@ -210,10 +210,17 @@ def file_runs(path: str, alone: bool) -> list[LayoutRun]:
         return []
     try:
         if is_optuna(schema):
-            return _optuna_runs(path, schema)
+            runs = _optuna_runs(path, schema)
+            if runs or not alone:
+                return runs
+            return [_empty(path, "Optuna study store with no trial")]
         found = kv_tables(schema)
         if found:
-            return _kv_runs(path, found)
+            runs = _kv_runs(path, found)
+            if runs or not alone:
+                return runs
+            return [_empty(path, "key/step/value table(s) "
+                           f"{', '.join(str(t['table']) for t in found)} with no run id")]
     except (sqlite3.Error, OSError, ValueError) as exc:
         why = f"SQLite store unreadable ({type(exc).__name__}: {exc})".splitlines()[0]
         return [_unknown(path, why)] if alone else []
@@ -221,6 +228,11 @@ def file_runs(path: str, alone: bool) -> list[LayoutRun]:
         return []
     return [_unknown(path, f"SQLite store with tables {schema.listing()} "
                      "(neither an Optuna study store nor a key/step/value table)")]
+
+
+def _empty(path: str, what: str) -> LayoutRun:
+    """A store this layout reads, named alone, that holds no run yet: one run with no points."""
+    return LayoutRun(path, LAYOUT, [path], f"{what} (nothing to read yet)", {"kind": "empty"})
 
 
 def _unknown(path: str, why: str) -> LayoutRun:
@@ -239,10 +251,10 @@ def claim(folder: LayoutFolder) -> Claimed | None:
     for name in stores:
         path = folder.join(name)
         got = file_runs(path, alone=True)
-        if got and got[0].sniffs.get("kind") != "unknown":
+        if got and got[0].sniffs.get("kind") in ("optuna", "kv"):
             runs += got
             read.add(name)
-        elif got:
+        elif got and got[0].sniffs.get("kind") == "unknown":
             unread[path] = got[0].sniffs["detail"]
     if runs:
         # the logs beside a study store are still the folder's runs (what `files` would find)
