@@ -243,6 +243,29 @@ def test_a_trial_is_addressable_and_diffable(store, capsys):
     assert hash_tree(db.parent) == before
 
 
+@pytest.mark.xfail(strict=True, reason="adapters/local/source.py takes os.path.dirname/basename "
+                   "of the whole run path: for FILE.db#study/3 that is FILE.db#study and 3, so "
+                   "run ids of one file's trials collide and a trial's seeds are searched in a "
+                   "folder that does not exist")
+def test_trials_of_one_config_are_seeds_of_one_arm(tmp_path, capsys):
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    db = tmp_path / "seeds.db"
+    study = optuna.create_study(study_name="st", storage=f"sqlite:///{db}", direction="minimize")
+    dists = {"lr": FloatDistribution(1e-3, 1.0, log=True), "seed": IntDistribution(0, 9)}
+    for lr in (0.1, 0.01):
+        for seed in (0, 1, 2):
+            study.enqueue_trial({"lr": lr, "seed": seed})
+            trial = study.ask(dists)
+            for step in range(3):
+                trial.report(lr * 10 / (step + 1) + seed * 0.01, step)
+            study.tell(trial, lr * 2 + seed * 0.01)
+    refs = open_source(f"local:{db}").list_runs()
+    assert len({r.run_id for r in refs}) == len(refs)
+    out = _json_out(capsys, ["diff", f"local:{db}#st/0", f"local:{db}#st/3", "--metric", "value",
+                             "--format", "json"])
+    assert out["variance_a"]["n"] == 3 and out["variance_b"]["n"] == 3
+
+
 def test_detect_names_the_store_not_its_file_name(store, tmp_path):
     db, _oracle, _before = store
     renamed = tmp_path / "hpo-results.sqlite3"
