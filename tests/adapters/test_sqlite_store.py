@@ -475,6 +475,8 @@ def test_an_unrelated_sqlite_file_is_not_understood(tmp_path, capsys):
     (tmp_path / "metrics.csv").write_text("step,loss\n0,1.0\n1,0.5\n")
     runs = _runs(f"local:{tmp_path}")
     assert [r.meta["layout"] for r in runs.values()] == ["files"]
+    unread = open_source(f"local:{tmp_path}").unread_files()
+    assert unread[str(db)].startswith("SQLite store with tables orders, users")
     os.remove(tmp_path / "metrics.csv")
     assert hash_tree(tmp_path) == before
 

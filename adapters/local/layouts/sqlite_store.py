@@ -261,17 +261,8 @@ def claim(folder: LayoutFolder) -> Claimed | None:
         from .files import sniff_files
 
         runs += sniff_files(folder.path, [f for f in folder.files if f not in read])
-    return _claimed(runs, unread) if runs or unread else None
-
-
-def _claimed(runs: list[LayoutRun], unread: dict[str, str]) -> Claimed:
-    """The claim, with the SQLite files not understood said where the claim can carry them
-    (`Claimed.unread`, listed by `ls`); without runs it claims nothing, and the folder goes on
-    to the next layout."""
-    got = Claimed(runs)
-    if unread and isinstance(getattr(got, "unread", None), dict):
-        got.unread.update(unread)
-    return got
+    # without runs the folder goes on to the next layout; the files not understood are said
+    return Claimed(runs, unread=unread) if runs or unread else None
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
