@@ -79,6 +79,116 @@ def test_rule_headline_keeps_a_metric_that_varies_though_one_run_logged_it_once(
     assert d["skipped"] == [{"metric": "eval/accuracy", "why": "one point, 0.5 in every run"}]
 
 
+def _eval_suite(root: Path, config: dict | None = None) -> Path:
+    """Four runs of downstream evals and two proxy metrics, each logged at steps 0, 50, 100.
+    All four runs log eval/accuracy, eval/f1, eval/accuracy_top5, eval/custom (no known
+    direction) and eval/match_acc (0.5 at every point: no information); three log eval/bleu."""
+    for v in range(4):
+        rows = []
+        for s in (0, 50, 100):
+            row = {"step": s, "loss": round(2.0 - s / 100 + v / 10, 6),
+                   "val_f1": round(0.3 + s / 500 + v / 100, 6), "eval/match_acc": 0.5}
+            for i, k in enumerate(("eval/accuracy", "eval/f1", "eval/accuracy_top5", "eval/custom")):
+                row[k] = round(0.1 * i + s / 1000 + v / 100, 6)
+            if v < 3:
+                row["eval/bleu"] = round(10 + s / 10 + v, 6)
+            rows.append(row)
+        _journal(root / f"run-{v}", rows, lr=0.1 * (v + 1), **(config or {}))
+    return root
+
+
+# by hand: the downstream metrics logged by all four runs, known direction first, then by how main
+# the name is (acc, accuracy, f1; a name ending in its main word before one that does not), then
+# the unknown eval/custom; eval/match_acc, first in that order, has no information (so every rule
+# checks it and lists it as skipped); eval/bleu (3 runs) is fifth
+FOUR = ["eval/accuracy", "eval/f1", "eval/accuracy_top5", "eval/custom"]
+CONSTANT = {"metric": "eval/match_acc", "why": "constant 0.5 in every run"}
+
+
+def test_rule_headline_takes_four_metrics_by_runs_logging_them_then_known_direction(tmp_path, capsys):
+    d = _json(["rank", str(_eval_suite(tmp_path / "runs")), "--no-seeds"], capsys)
+    assert [m["metric"] for m in d["metrics"]] == FOUR
+    assert d["headline_rule"] == "the downstream metric most runs log"
+    assert d["skipped"] == [CONSTANT]
+
+
+def test_rule_headline_named_in_rundiff_toml_leads_unless_it_carries_no_information(
+        tmp_path, monkeypatch, capsys):
+    root = _eval_suite(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "rundiff.toml"
+    project.write_text('[headline]\nmetric = "val_f1"\n')
+    d = _json(["rank", str(root), "--no-seeds"], capsys)
+    # the named proxy metric first, then the first three downstream metrics of the rule above
+    assert [m["metric"] for m in d["metrics"]] == ["val_f1", *FOUR[:3]]
+    assert d["headline_rule"] == f"[headline] metric in {project}"
+    assert d["skipped"] == [CONSTANT]
+    project.write_text('[headline]\nmetric = "eval/match_acc"\n')  # named, but constant
+    d = _json(["rank", str(root), "--no-seeds"], capsys)
+    assert [m["metric"] for m in d["metrics"]] == FOUR
+    assert d["headline_rule"] == "the downstream metric most runs log" and d["skipped"] == [CONSTANT]
+    project.write_text("[headline]\nmetric = 3\n")
+    assert main(["rank", str(root), "--no-seeds"]) == 2
+    assert f'{project}: [headline] takes metric = "NAME"' in capsys.readouterr().err
+
+
+def test_rule_headline_declared_by_the_runs_comes_before_the_downstream_rule(tmp_path, capsys):
+    callback = {"callbacks": {"model_checkpoint": {"monitor": "val_f1", "mode": "max"}}}
+    d = _json(["rank", str(_eval_suite(tmp_path / "runs", callback)), "--no-seeds"], capsys)
+    assert [m["metric"] for m in d["metrics"]] == ["val_f1", *FOUR[:3]]
+    assert d["headline_rule"] == ("declared by the runs: a checkpoint/early-stopping callback: "
+                                  "monitor='val_f1', mode='max'")
+    assert d["skipped"] == [CONSTANT]
+
+
+def test_rule_uninformative_says_why_a_metric_carries_no_information(tmp_path):
+    """engines.primary.uninformative on journal runs, one metric per case; the reasons are the
+    words the headline's skipped list shows."""
+    from rundiff_core.engines.primary import uninformative
+    from rundiff_core.resolve import load_runs
+
+    nan = float("nan")
+    series = {  # metric -> (run-0's values, run-1's values), at steps 0, 1, 2, …
+        "placeholder": ([-1.0], [-1.0]),
+        "flat_short": ([3.0] * 5, [3.0] * 4),  # every point is among the last ones read
+        "flat_long": ([3.0] * 20, [3.0] * 12),
+        "nan_once": ([nan], [nan]),
+        "nan_twice": ([nan, nan], [nan, nan]),
+        "same_end": ([0.25, 0.5], [0.5]),  # varies in run-0
+        "flat_at_the_end": ([1.0, 2.0] + [3.0] * 12, [3.0] * 12),  # varied before its last points
+        "differ": ([1.0] * 3, [2.0] * 3),
+    }
+    for v in range(2):
+        rows = [{"step": i, k: vals[v][i]} for k, vals in series.items() for i in range(len(vals[v]))]
+        _journal(tmp_path / f"run-{v}", rows)
+    runs = load_runs(str(tmp_path))
+    assert len(runs) == 2
+    assert {k: uninformative(runs, k) for k in series} == {
+        "placeholder": "one point, -1 in every run",
+        "flat_short": "constant 3 in every run",
+        "flat_long": "constant 3 in every run",
+        "nan_once": "its only points are not finite",
+        "nan_twice": "no finite value",
+        "same_end": None,
+        "flat_at_the_end": None,
+        "differ": None,
+    }
+    one = [r for r in runs if r.address.endswith("run-0")]
+    assert uninformative(one, "placeholder") == "one point, -1 in the one run"
+    assert uninformative(one, "flat_long") == "constant 3 over the whole run"
+    assert uninformative(runs, "never_logged") == "logged by no run"
+
+
+def test_rule_rank_refuses_when_no_shared_metric_carries_information(tmp_path, capsys):
+    root = _lightning_versions(tmp_path / "lightning_logs")
+    for v in range(3):  # val_acc gone: only the placeholder is left
+        _journal(root / f"version_{v}", [{"step": 0, "hp_metric": -1.0}], lr=0.1 * (v + 1))
+    assert main(["rank", str(root), "--no-seeds"]) == 2
+    err = capsys.readouterr().err
+    assert ("no metric the runs share carries information: hp_metric (one point, -1 in every run)"
+            in err)
+
+
 # -- compare's student: the fewest steps, each run at its latest metric (compare/student.py) -------
 
 def test_rule_student_is_the_run_with_the_fewest_steps_on_its_latest_metric(tmp_path, capsys):
@@ -102,6 +212,43 @@ def test_rule_student_is_the_run_with_the_fewest_steps_on_its_latest_metric(tmp_
     assert d["current_x"] == 80.0
     (base,) = d["baselines"]
     assert base["address"] == str(long) and base["current_x"] == 100.0
+
+
+def test_rule_student_tie_goes_to_the_first_run_given(tmp_path, capsys):
+    rows = [{"step": s, "train/loss": round(3.0 - 0.02 * s, 6)} for s in range(0, 51)]
+    a = _journal(tmp_path / "a", rows)
+    b = _journal(tmp_path / "b", rows)
+    d = _json(["compare", str(a), str(b)], capsys)
+    assert d["student"]["address"] == str(a)
+    assert d["student_reason"] == f"no run is still training; the fewest steps (50); tie with {b} → the first given"
+
+
+def test_rule_compare_by_default_leaves_out_what_it_cannot_compare_and_says_why(tmp_path, capsys):
+    """Both runs log hp_metric's placeholder (no information), train/loss and val_loss; only the
+    baseline logs eval/accuracy (downstream: compared, as 'not yet' for the student) and val_acc
+    (proxy: not compared); only the student logs val_f1 (no baseline to compare it with)."""
+    def rows(last: int, only: dict[str, float]) -> list[dict]:
+        out = [{"step": 0, "hp_metric": -1.0}]
+        for s in range(0, last + 1, 10):
+            out.append({"step": s, "train/loss": round(3 - 0.02 * s, 6),
+                        "val_loss": round(3.1 - 0.02 * s, 6), **{k: round(v + s / 1000, 6) for k, v in only.items()}})
+        return out
+
+    base = _journal(tmp_path / "base", rows(100, {"eval/accuracy": 0.1, "val_acc": 0.2}))
+    student = _journal(tmp_path / "student", rows(60, {"val_f1": 0.3}))
+    d = _json(["compare", str(base), str(student)], capsys)
+    assert d["student"]["address"] == str(student)
+    assert sorted(m["metric"] for m in d["metrics"]) == ["eval/accuracy", "train/loss", "val_loss"]
+    assert sorted(d["not_compared"]) == [
+        "hp_metric (no information: one point, -1 in every run; name it with --metric)",
+        f"val_acc (not logged by the student {student}; logged by {base}; name it with --metric)",
+        "val_f1 (no baseline logs it)",
+    ]
+    assert sorted(d["skipped"], key=lambda x: x["metric"]) == [
+        {"metric": "hp_metric", "cause": "no information", "detail": "one point, -1 in every run"},
+        {"metric": "val_acc", "cause": "not logged by the student", "detail": str(base)},
+        {"metric": "val_f1", "cause": "no baseline logs it", "detail": str(student)},
+    ]
 
 
 # -- the deep search's time budget (tree.py) --------------------------------------------------------
@@ -135,7 +282,9 @@ def test_rule_deep_search_stops_when_its_time_budget_is_spent_and_says_so(tmp_pa
     clock = _Clock()
     monkeypatch.setattr(tree, "time", clock)  # the search's clock only
     found = search_tree(str(root))
-    assert found.exhausted and found.folders < 62  # stopped before the bottom of the chain
+    # a folder costs a second: the 20 s budget covers exactly 20 of the 62 folders (a search is
+    # never stopped at exactly its budget, only past it)
+    assert found.exhausted and found.folders == MAX_SECONDS == 20
     assert found.seconds <= MAX_SECONDS + 2  # within the budget (one folder and the last read over)
     assert found.unvisited == ["deep"] and found.n_runs == 1  # the run found before is kept
     line = found.summary_lines()[-1]
@@ -168,3 +317,45 @@ def test_rule_rank_lists_a_run_with_no_finite_step_as_not_reached(tmp_path, caps
     ranked = [p["run"].rsplit("/", 1)[-1] for s in m["order"] for p in s["points"]]
     assert sorted(ranked) == ["run-0", "run-1", "run-2"]
     assert [s["label"] for s in m["order"]] == ["lr=0.3", "lr=0.2", "lr=0.1"]  # 0.62, 0.61, 0.60
+    assert m["step_rule"] == "the last step every run reached, leaving out the runs that stopped early"
+
+
+def test_rule_rank_says_how_it_chose_each_metric_s_step(tmp_path, capsys):
+    root = tmp_path / "runs"
+    for v, last in enumerate((100, 100, 100, 30)):  # run-3 stopped at 30: not reached at 100 or 50
+        rows = [{"step": s, "loss": round(1.0 - s / 200 + v / 100, 6)} for s in range(0, last + 1, 10)]
+        rows += [{"step": s, "eval/accuracy": round(0.5 + s / 1000 + v / 100, 6)} for s in (0, 50, 100)]
+        rows += [{"eval/score": 0.7 + v / 100}]  # logged without a step by every run
+        _journal(root / f"run-{v}", rows, lr=0.1 * (v + 1))
+
+    def ranked(*args: str) -> dict:
+        (m,) = _json(["rank", str(root), "--no-seeds", *args], capsys)["metrics"]
+        return m
+
+    m = ranked("--metric", "eval/accuracy")  # every run reached 100
+    assert (m["step"], m["step_rule"], m["not_reached"]) == (100, "the last step every run reached", [])
+    m = ranked("--metric", "loss")
+    assert m["step"] == 100 and [n["last_step"] for n in m["not_reached"]] == [30]
+    assert m["step_rule"] == "the last step every run reached, leaving out the runs that stopped early"
+    m = ranked("--metric", "loss", "--step", "50")
+    assert (m["step"], m["step_rule"]) == (50, "--step") and [n["last_step"] for n in m["not_reached"]] == [30]
+    m = ranked("--metric", "eval/score")
+    assert (m["step"], m["step_rule"], m["order"]) == (None, "no run logged a finite step", [])
+    assert [n["last_step"] for n in m["not_reached"]] == [None] * 4
+    assert main(["rank", str(root), "--no-seeds", "--metric", "eval/score"]) == 0
+    out = capsys.readouterr().out
+    assert "_step: no run logged a finite step_" in out and out.count("not reached (no finite step)") == 4
+
+
+def test_rule_reach_step_at_80_percent_of_the_median_and_with_nothing_past_step_0(tmp_path, capsys):
+    from rundiff_core.engines.runset import reach_step
+
+    assert reach_step([100, 100, 80]) == 80  # exactly 80% of the median: reached
+    assert reach_step([1, 1, 0]) == 1  # epochs as steps: the run that stopped at 0 is not reached
+    assert reach_step([0, 0, 0]) == 0  # one evaluation each, at step 0: no bar to fall below
+    # the last case end to end: scores logged once, at step 0 (an eval harness's results)
+    for v in range(3):
+        _journal(tmp_path / "evals" / f"model-{v}", [{"step": 0, "eval/accuracy": 0.6 + v / 10}],
+                 lr=0.1 * (v + 1))
+    (m,) = _json(["rank", str(tmp_path / "evals"), "--no-seeds"], capsys)["metrics"]
+    assert (m["step"], m["not_reached"], m["best"]) == (0, [], "lr=0.3")
