@@ -49,10 +49,12 @@ BUILTIN = (
                priority=70, one_run="a folder of results files (one model)",
                signature=("*.json",)),
     LayoutSpec("ultralytics", f"{_PKG}.ultralytics",
-               "Ultralytics YOLO `results.csv` beside `args.yaml` (v8+) or `opt.yaml` (v5), with "
-               "the TensorBoard file beside them",
-               priority=72, one_run="one train folder (results.csv and its events file together)",
-               signature=("results.csv",)),
+               "Ultralytics YOLO `results.csv` beside `args.yaml` (v8+) or `opt.yaml` (v5), or "
+               "YOLOv5 ≤ 5.0's header-less `results.txt` beside `opt.yaml`/`hyp.yaml`, with the "
+               "TensorBoard file beside them",
+               priority=72, one_run="one train folder (results.csv or results.txt and its events "
+               "file together)",
+               signature=("results.csv", "results.txt")),
     LayoutSpec("timm", f"{_PKG}.timm", "timm `summary.csv` beside `args.yaml` (or alone, with timm's own "
                "columns)",
                priority=74, one_run="one output/train/<experiment> folder",

@@ -1,6 +1,7 @@
 """Ultralytics YOLO train folders: `results.csv` beside `args.yaml` (YOLOv8, v10, YOLO11) or
-`opt.yaml` + `hyp.yaml` (YOLOv5), with the TensorBoard `events.out.tfevents.*` file Ultralytics'
-callback writes into the same folder.
+`opt.yaml` + `hyp.yaml` (YOLOv5), or old YOLOv5's header-less `results.txt` beside `opt.yaml` /
+`hyp.yaml` (YOLOv5 ≤ 5.0, and the forks that kept its writer), with the TensorBoard
+`events.out.tfevents.*` file Ultralytics' callback writes into the same folder.
 
 - history: `results.csv`, one row per epoch. Header names and cells are padded with spaces by
   the v5 and v8.0–8.2 writers (`%23s`; names of 20+ characters get no padding, so YOLOv5's
@@ -11,6 +12,16 @@ callback writes into the same folder.
   `adapters/local/__init__.py`): it is read, lazily, through `rundiff_core.load_run("tb:…")`.
   Its tags that duplicate a results.csv column are not added twice (results.csv is the history;
   the events file gives those points their wall time); tags the CSV lacks are added.
+- old YOLOv5 (v1.0–v5.0, May 2020 – Jul 2021): `results.txt`, no header, one row per epoch of
+  whitespace-aligned fields (`'%10s' * 2 + '%10.4g' * 13`): `i/N` (epoch i of 0..N, N = epochs −
+  1), the GPU memory (`2.5G`), the train losses box/obj/cls and their total, the targets of the
+  last batch, the image size, P, R, mAP@.5, mAP@.5:.95, the val losses box/obj/cls. The shape of
+  the table decides (rundiff_adapters.local.shape: header-less rows of one field count); this
+  layout only names the columns — after YOLOv5's `utils/plots.py` `plot_results` and the
+  TensorBoard tags of its `train.py`, the names its results.csv kept from v6.0 (so old and new
+  runs share keys). A fork's extra losses (yolov5-face's landmark loss: 16 fields) are found by
+  the shape (the image size is the integer multiple of 32 after the targets; the total is the sum
+  of the losses before it) and named by position (`train/loss_4`).
 - config: `args.yaml` as written (v8+: hyperparameters at top level), or `opt.yaml` with
   `hyp.yaml` under `hyp` (where YOLOv5 ≥ 6 also nests it inside opt.yaml).
 - status: unknown — nothing in the folder says whether training finished.
@@ -27,6 +38,8 @@ callback writes into the same folder.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import re
 
@@ -35,9 +48,10 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import np, pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import Meta, count_rows, files_beside, read_yaml, run_dir
+from .common import MAX_COUNT_BYTES, Meta, count_rows, files_beside, read_yaml, run_dir
 
 RESULTS = "results.csv"
+RESULTS_TXT = "results.txt"  # YOLOv5 <= 5.0: no header
 
 
 def is_events_file(name: str) -> bool:
@@ -61,7 +75,7 @@ def _header_ok(head: bytes) -> bool:
 def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
     names = set(files)
     if RESULTS not in names:
-        return None
+        return _txt_run_for(path, files, folder)
     config = "args.yaml" if "args.yaml" in names else "opt.yaml" if "opt.yaml" in names else None
     if config is None:
         return None
@@ -82,6 +96,143 @@ def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
                      {"owns_events": events})
 
 
+# -- old YOLOv5: results.txt ----------------------------------------------------------------------
+
+#: results.txt's 15 fields as YOLOv5 v1.0–v5.0 wrote them (train.py: `'%10s' * 2 + '%10.4g' * 6`
+#: then `'%10.4g' * 7 % results`), named as its TensorBoard tags and its later results.csv name
+#: them; `gpu_mem`, the total loss, `targets` and `img_size` only its console printed.
+TXT_NAMES = ("epoch", "gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss",
+             "train/total_loss", "targets", "img_size", "metrics/precision", "metrics/recall",
+             "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
+             "val/cls_loss")
+LOSS_NAMES = ("box", "obj", "cls")
+#: TensorBoard tags of older YOLOv5 writers → the results.txt column holding the same values:
+#: the box loss was `giou_loss` until Oct 2020 (#1120), and the tag `metrics/F1` (May–Jul 2020)
+#: held mAP@.5:.95 (test.py returned it; the tag list said F1).
+TAG_ALIASES = {"train/giou_loss": "train/box_loss", "val/giou_loss": "val/box_loss",
+               "metrics/F1": "metrics/mAP_0.5:0.95"}
+_COUNTER = re.compile(r"^(\d+)/(\d+)$")
+_MEMORY = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?G$")
+
+
+class TxtLayout(rundiff_core.PlainRecord):
+    """How one results.txt is laid out: its field count, the names of its columns, the planned
+    last epoch N of `i/N`, and the words that say which layout (repr and equality by them)."""
+
+    __match_args__ = ("width", "names", "last_epoch", "described")
+
+    def __init__(self, width: int, names: list[str], last_epoch: int, described: str) -> None:
+        self.width, self.names, self.last_epoch, self.described = width, names, last_epoch, described
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _fits(rows: list[list[float]], j: int, width: int) -> bool:
+    """Whether field `j` can be the image size: it and the targets before it are integers (the
+    size a multiple of 32, YOLOv5's stride), the field before the targets is the total of the
+    losses between the memory and it, P/R/mAPs after it are in [0, 1]."""
+    if j - 4 < 1 or width - j - 5 < 0:
+        return False
+    checked = 0
+    for r in rows:
+        targets, size, total, losses = r[j - 1], r[j], r[j - 2], r[2:j - 2]
+        if not all(math.isfinite(v) for v in (targets, size, total, *losses)):
+            continue
+        if targets < 0 or targets != int(targets) or size < 32 or size % 32:
+            return False
+        if abs(total - sum(losses)) > 1e-3 * (abs(total) + sum(abs(x) for x in losses)) + 1e-6:
+            return False
+        if not all(0 <= v <= 1 for v in r[j + 1:j + 5] if math.isfinite(v)):
+            return False
+        checked += 1
+    return checked > 0
+
+
+def txt_layout(head: bytes) -> TxtLayout | None:
+    """The layout of a header-less YOLOv5 results.txt from its first bytes: every complete row
+    `i/N`, `<x>G`, then numbers, one field count; the shape decides where the image size sits."""
+    text = head.decode("utf-8", errors="replace")
+    cut = len(head) >= SNIFF_HEAD or not head.endswith(b"\n")  # the last line may be unfinished
+    lines = [ln.split() for ln in text.split("\n")[:-1 if cut else None] if ln.strip()]
+    if not lines:
+        return None
+    width = len(lines[0])
+    rows: list[list[float]] = []
+    last = None
+    for fields in lines[:200]:
+        m = _COUNTER.match(fields[0]) if len(fields) == width else None
+        if m is None or not _MEMORY.match(fields[1]):
+            return None
+        nums = [_float(f) for f in fields[2:]]
+        if any(v is None for v in nums):
+            return None
+        last = int(m.group(2))
+        rows.append([float(m.group(1)), float(fields[1][:-1]), *nums])
+    fits = [j for j in range(6, width - 4) if _fits(rows, j, width)]
+    if len(fits) != 1 or last is None:
+        return None
+    j = fits[0]
+    k, v = j - 4, width - j - 5
+    if (k, v) == (3, 3):
+        return TxtLayout(width, list(TXT_NAMES), last, "YOLOv5 ≤ 5.0's results.txt (YOLOv7 "
+                         "kept the writer; no header, 15 fields per row, named after YOLOv5's "
+                         "plot_results and TensorBoard tags)")
+
+    def losses(split: str, n: int) -> list[str]:
+        if n < 3:  # which of box/obj/cls a fork dropped is not in the file
+            return [f"{split}/loss_{i}" for i in range(1, n + 1)]
+        return [f"{split}/{LOSS_NAMES[i]}_loss" if i < 3 else f"{split}/loss_{i + 1}"
+                for i in range(n)]
+
+    names = ["epoch", "gpu_mem", *losses("train", k), "train/total_loss", "targets", "img_size",
+             *TXT_NAMES[8:12], *losses("val", v)]
+    return TxtLayout(width, names, last, f"a YOLOv5 fork's results.txt (no header, {width} "
+                     f"fields per row: {k} train losses and their total, {v} val losses; losses "
+                     "past box/obj/cls named by position)")
+
+
+SNIFF_HEAD = 16 << 10
+
+
+def _txt_run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
+    """results.txt beside opt.yaml or hyp.yaml, shaped as a header-less table (the local
+    adapter's shape rule) whose rows YOLOv5's writer wrote."""
+    names = set(files)
+    if RESULTS_TXT not in names or not names & {"opt.yaml", "hyp.yaml"}:
+        return None
+    from ..shape import headerless_table
+
+    try:
+        with open(os.path.join(folder, RESULTS_TXT), "rb") as fh:
+            head = fh.read(SNIFF_HEAD)
+    except OSError:
+        return None
+    # a file that does not end its last line may be being written: that line is not looked at
+    bare = headerless_table(head, complete=len(head) < SNIFF_HEAD and head.endswith(b"\n"))
+    layout = txt_layout(head)
+    if layout is None:
+        return None
+    if bare is None:  # the shape rule wants 3 rows; a run stopped after 1–2 epochs has fewer,
+        rows = sum(1 for ln in head.split(b"\n")[:3] if ln.strip())  # and the row check above
+        if rows >= 3 or len(head) >= SNIFF_HEAD:  # (counter, memory, total = sum) must do
+            return None
+    elif bare.kind != "ws" or layout.width != len(bare.header):
+        return None
+    events = sorted(f for f in files if is_events_file(f))
+    config = [f for f in ("opt.yaml", "hyp.yaml") if f in names]
+    reason = (f"YOLOv5 ≤ 5.0 / YOLOv7 ({' + '.join(config)}): {RESULTS_TXT} (no header, "
+              f"{layout.width} fields per row)"
+              + (f" + {len(events)} TensorBoard events file(s) of the same run" if events else ""))
+    return LayoutRun(path, "ultralytics", [os.path.join(folder, f) for f in
+                                           [RESULTS_TXT, *config, *events]], reason,
+                     {"owns_events": events, "results": RESULTS_TXT, "txt_layout": layout})
+
+
 def claim(folder: LayoutFolder) -> Claimed | None:
     run = _run_for(folder.path, folder.files, folder.path)
     if run is None:
@@ -90,15 +241,30 @@ def claim(folder: LayoutFolder) -> Claimed | None:
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
-    """`results.csv` given alone: the train folder it sits in, when args.yaml/opt.yaml is beside."""
-    if os.path.basename(path) != RESULTS:
+    """`results.csv` (or old YOLOv5's `results.txt`) given alone: the train folder it sits in,
+    when args.yaml/opt.yaml (hyp.yaml) is beside."""
+    if os.path.basename(path) not in (RESULTS, RESULTS_TXT):
         return None
     folder, files = files_beside(path)
-    run = _run_for(path, files, folder)
+    run = _txt_run_for(path, files, folder) if os.path.basename(path) == RESULTS_TXT else \
+        _run_for(path, files, folder)
     return [run] if run is not None else None
 
 
+def count_lines(path: str) -> int | None:
+    """Non-blank lines of a header-less table (None when too large to count cheaply)."""
+    try:
+        if os.path.getsize(path) > MAX_COUNT_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            return sum(1 for ln in fh.read().split(b"\n") if ln.strip())
+    except OSError:
+        return None
+
+
 def _last_part(path: object) -> str:
+    if isinstance(path, list) and path:  # a PosixPath pickled in opt.yaml: its parts
+        path = path[-1]
     return re.split(r"[\\/]", str(path).rstrip("\\/"))[-1] if path else ""
 
 
@@ -114,13 +280,14 @@ def meta(run: LayoutRun) -> Meta:
                              "level) → config")
         elif data is not None:
             out.notes.append("args.yaml: not a mapping; no config")
-    elif os.path.isfile(opt):
-        data = read_yaml(opt, out.notes)
-        if isinstance(data, dict):
-            out.config = data
-            out.notes.append("opt.yaml (YOLOv5 train options) → config")
-        elif data is not None:
-            out.notes.append("opt.yaml: not a mapping; no config")
+    elif os.path.isfile(opt) or os.path.isfile(hyp):
+        if os.path.isfile(opt):
+            data = read_yaml(opt, out.notes)
+            if isinstance(data, dict):
+                out.config = data
+                out.notes.append("opt.yaml (YOLOv5 train options) → config")
+            elif data is not None:
+                out.notes.append("opt.yaml: not a mapping; no config")
         if os.path.isfile(hyp):
             h = read_yaml(hyp, out.notes)
             if isinstance(h, dict):
@@ -131,11 +298,12 @@ def meta(run: LayoutRun) -> Meta:
                     out.notes.append("hyp.yaml → config.hyp (it differs from opt.yaml's hyp in "
                                      f"{', '.join(diff[:5])}{'…' if len(diff) > 5 else ''}: "
                                      "hyp.yaml's values kept)")
-                elif isinstance(before, str):
+                elif isinstance(before, str) and before:
                     out.notes.append(f"hyp.yaml → config.hyp (opt.yaml's hyp was the path {before!r})")
                 else:
-                    out.notes.append("hyp.yaml → config.hyp (YOLOv5 hyperparameters; opt.yaml "
-                                     "nests the same under hyp)")
+                    out.notes.append("hyp.yaml → config.hyp (YOLOv5 hyperparameters"
+                                     + ("; opt.yaml nests the same under hyp)"
+                                        if isinstance(before, dict) else ")"))
             elif h is not None:
                 out.notes.append("hyp.yaml: not a mapping; ignored")
     cfg = out.config
@@ -144,16 +312,31 @@ def meta(run: LayoutRun) -> Meta:
     if saved and saved != base:
         out.notes.append(f"the config's save_dir ends in {saved!r} but the folder is {base!r} "
                          "(renamed or copied after training); the run is named by its folder")
-    rows = count_rows(os.path.join(d, RESULTS))
+    layout = run.sniffs.get("txt_layout")
+    results = RESULTS_TXT if layout is not None else RESULTS
     epochs = cfg.get("epochs")
-    if rows is not None and isinstance(epochs, int) and not isinstance(epochs, bool) and rows < epochs:
-        out.notes.append(f"results.csv has {rows} epoch row(s) of epochs: {epochs} (stopped early, "
+    epochs = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None
+    if layout is not None:
+        rows = count_lines(os.path.join(d, RESULTS_TXT))
+        planned = layout.last_epoch + 1
+        if epochs is not None and epochs != planned:
+            out.notes.append(f"results.txt counts epochs to {layout.last_epoch} (`i/"
+                             f"{layout.last_epoch}`: {planned} planned) but the config says "
+                             f"epochs: {epochs} (changed on resume?); the rows are read as written")
+        epochs = planned if epochs is None else min(epochs, planned)
+        _declare_metrics(out, layout.names)
+        if os.path.isfile(os.path.join(d, RESULTS)):
+            out.notes.append("results.csv beside results.txt: not read")
+    else:
+        rows = count_rows(os.path.join(d, RESULTS))
+        _declare_metrics(out, _header(os.path.join(d, RESULTS)))
+    if rows is not None and epochs is not None and rows < epochs:
+        out.notes.append(f"{results} has {rows} epoch row(s) of epochs: {epochs} (stopped early, "
                          "interrupted or still running: the files do not say which; status unknown)")
-    _declare_metrics(out, _header(os.path.join(d, RESULTS)))
     events = run.sniffs.get("owns_events") or []
     if events:
-        out.notes.append(f"{', '.join(events)}: TensorBoard file of the same run (Ultralytics' "
-                         "callback), read with results.csv")
+        out.notes.append(f"{', '.join(events)}: TensorBoard file of the same run (the trainer's "
+                         f"TensorBoard writer), read with {results}")
     return out
 
 
@@ -223,27 +406,91 @@ def _read_results(path: str) -> tuple[pd.DataFrame, list[str], list[str]]:
     return frame, notes, stripped
 
 
+def _read_txt(path: str, layout: TxtLayout) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """(frame, notes, column names) of an old YOLOv5 results.txt: the local adapter's reader of a
+    header-less table (`i/N` read as i, `2.5G` as 2.5), the columns named by `layout`."""
+    from ..sniff import Sniff
+
+    cols, notes = read_columns(path, Sniff("ws", header=list(layout.names), headerless=True))
+    if cols.rows and cols.names == list(layout.names):
+        whole = np.logical_and.reduce(cols.valid)  # a short row (cut while written) is no epoch
+        if not whole.all():  # a new Columns: the reader may hand the same one out again
+            cols = dataclasses.replace(cols, values=[v[whole] for v in cols.values],
+                                       valid=[v[whole] for v in cols.valid], rows=int(whole.sum()))
+            notes.append(f"results.txt: {int((~whole).sum())} row(s) with fewer than "
+                         f"{layout.width} fields skipped (a row being written when the file was "
+                         "copied?)")
+    if not cols.rows:
+        return rundiff_core.empty_history(), notes + ["results.txt: no epoch rows; no history"], []
+    frame, more = to_long(cols, RESULTS_TXT, step="epoch", described="header-less table")
+    bits = [f"results.txt read as {layout.described} → {len(layout.names) - 1} keys",
+            f"x = epoch from `i/N` (0-based; N = {layout.last_epoch}: "
+            f"{layout.last_epoch + 1} planned)",
+            "gpu_mem in GB (the `G` stripped)",
+            "values as written, 4 significant digits (`%10.4g`)"]
+    if cols.text:
+        bits.append(f"{len(cols.text)} non-numeric column(s) skipped ({', '.join(cols.text[:5])})")
+    notes.append("; ".join(bits))
+    notes += more[1:]
+    return frame, notes, list(layout.names)
+
+
+def _agree(tb: pd.DataFrame, frame: pd.DataFrame, tag: str, column: str) -> tuple[int, bool]:
+    """(epochs both hold, whether the events tag's values there are the table column's to its
+    4 significant digits)."""
+    ours = frame[frame["key"].astype(str) == column].drop_duplicates("step", keep="last")
+    theirs = tb[tb["key"].astype(str) == tag].drop_duplicates("step", keep="last")
+    both = theirs.merge(ours[["step", "value"]], on="step", suffixes=("_tb", ""))
+    a, b = both["value_tb"].to_numpy(), both["value"].to_numpy()
+    same = np.isclose(a, b, rtol=1e-3, atol=1e-6) | (np.isnan(a) & np.isnan(b))
+    return len(both), bool(len(both)) and bool(same.all())
+
+
+def _aliases(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str]
+             ) -> tuple[pd.DataFrame, list[str]]:
+    """Older YOLOv5 tags (TAG_ALIASES) renamed to the results.txt column they hold — when its
+    values agree with that column at every shared epoch (to results.txt's 4 digits)."""
+    notes: list[str] = []
+    keys = tb["key"].astype(str)
+    renamed = keys.copy()
+    for tag, column in TAG_ALIASES.items():
+        if column not in columns or not (keys == tag).any() or (keys == column).any():
+            continue
+        shared, ok = _agree(tb, frame, tag, column)
+        if not ok:
+            notes.append(f"events file: tag {tag} kept as its own key (its values differ from "
+                         f"results.txt's {column})")
+            continue
+        renamed[keys == tag] = column
+        notes.append(f"events file: tag {tag} is results.txt's {column} (older YOLOv5 named it "
+                     f"so; its {shared} shared epochs agree to 4 digits)")
+    return (tb.assign(key=renamed) if notes else tb), notes
+
+
 def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
             ) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
-    """The events file's contribution: wall times for the CSV points, keys the CSV lacks."""
+    """The events file's contribution: wall times for the table's points, keys it lacks."""
     events = run.sniffs.get("owns_events") or []
+    results = run.sniffs.get("results", RESULTS)
     if not events:
         return frame, [], {}
     try:
         tb = rundiff_core.load_run("tb:" + d).history()
     except Exception as exc:  # any reader failure is a note: results.csv is the history anyway
         return frame, [f"{', '.join(events)}: not read ({type(exc).__name__}: {str(exc)[:100]}); "
-                       "results.csv alone"], {}
+                       f"{results} alone"], {}
     if not len(tb):
         return frame, [f"{', '.join(events)}: no scalars"], {}
     notes: list[str] = []
+    if results == RESULTS_TXT:
+        tb, notes = _aliases(tb, frame, columns)
     tb_keys = tb["key"].astype(str)
     dup = sorted(set(tb_keys.unique()) & set(columns))
     extra = sorted(set(tb_keys.unique()) - set(columns))
     files = {k: events[0] if len(events) == 1 else "events.out.tfevents.*" for k in extra}
     if dup:
-        # each CSV point takes the wall time of the events file's point of the same tag and step
-        # (its first, where the final validation repeats the last step)
+        # each table point takes the wall time of the events file's point of the same tag and
+        # step (its first, where the final validation repeats the last step)
         first = tb[tb_keys.isin(dup)].assign(key=tb_keys[tb_keys.isin(dup)]) \
             .drop_duplicates(["key", "step"], keep="first")
         wall = dict(zip(zip(first["key"], first["step"], strict=True), first["wall_time"],
@@ -259,35 +506,55 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
         csv_counts = pd.Series(keys).value_counts()
         more = sorted(k for k in dup if counts.get(k, 0) > csv_counts.get(k, 0))
         notes.append(f"events file: {len(dup)} of its {len(dup) + len(extra)} tags duplicate "
-                     "results.csv columns and are not added twice; they give "
+                     f"{results} columns and are not added twice; they give "
                      f"{int(have.sum())} of {len(frame)} points their wall time (same tag and step)")
+        if results == RESULTS_TXT:  # 4 digits: the events file's float32 agrees, or the tags lie
+            off = [k for k in dup if not _agree(tb, frame, k, k)[1]]
+            if off:
+                notes.append(f"events file: {len(off)} tag(s) ({', '.join(off[:4])}"
+                             f"{'…' if len(off) > 4 else ''}) hold other values than the "
+                             f"results.txt columns of their names (a fork whose tag list is out "
+                             "of step with its losses?): results.txt's values kept, the events "
+                             "file gives those epochs their wall time only")
+        first_tb, first_table = float(first["step"].min()), float(frame["step"].min())
+        if first_tb > first_table:
+            early = frame.loc[frame["step"] < first_tb, "step"]
+            notes.append(f"{results}'s epochs {first_table:g}–{early.max():g} "
+                         f"({early.nunique()} rows, no wall time) precede the events file's first "
+                         f"step {first_tb:g}: rows an earlier launch wrote, which a resumed "
+                         f"YOLOv5 run carries over in its checkpoint; {results} is the history")
         if more:
             last = tb[tb_keys == more[0]].iloc[-1]
             notes.append(f"events file: {len(more)} tag(s) ({', '.join(more[:4])}"
-                         f"{'…' if len(more) > 4 else ''}) hold more points than results.csv — "
+                         f"{'…' if len(more) > 4 else ''}) hold more points than {results} — "
                          f"a repeated step {last['step']:g} (Ultralytics' final validation, of "
-                         f"best.pt: {more[0]} = {last['value']:.6g}); not added, results.csv is "
+                         f"best.pt: {more[0]} = {last['value']:.6g}); not added, {results} is "
                          "the history")
     if extra:
         add = tb[tb_keys.isin(extra)]
         frame = pd.concat([frame, rundiff_core.make_history(
             add["step"].to_numpy(), add["key"].astype(str).to_numpy(), add["value"].to_numpy(),
             add["wall_time"].to_numpy())], ignore_index=True)
-        notes.append(f"events file: {len(extra)} tag(s) results.csv lacks added "
+        notes.append(f"events file: {len(extra)} tag(s) {results} lacks added "
                      f"({', '.join(extra[:5])}{'…' if len(extra) > 5 else ''})")
     return frame, notes, files
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     d = run_dir(run)
-    path = os.path.join(d, RESULTS)
+    layout = run.sniffs.get("txt_layout")
+    results = RESULTS_TXT if layout is not None else RESULTS
+    path = os.path.join(d, results)
     if not os.path.isfile(path):
-        return rundiff_core.empty_history(), ["results.csv: missing; no history"]
-    frame, notes, columns = _read_results(path)
+        return rundiff_core.empty_history(), [f"{results}: missing; no history"]
+    if layout is not None:
+        frame, notes, columns = _read_txt(path, layout)
+    else:
+        frame, notes, columns = _read_results(path)
     frame, more, files = _events(run, d, frame, columns)
     notes += more
     if run.sniffs.get("owns_events"):
-        key_files = {str(k): RESULTS for k in pd.unique(frame["key"].astype(str))}
+        key_files = {str(k): results for k in pd.unique(frame["key"].astype(str))}
         key_files.update(files)
         frame.attrs["key_files"] = key_files
     return frame, notes
