@@ -214,19 +214,71 @@ def _sniff_jsonl(body: list[str], comments: list[str]) -> Sniff | None:
 # -- reading ---------------------------------------------------------------------------------------
 
 
+_RECENT: dict[tuple[Any, ...], tuple[Columns, list[str]]] = {}  # the last few tables read
+
+
 def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
-    """Every row of a sniffed file as float columns; text columns are named, not loaded."""
+    """Every row of a sniffed file as float columns; text columns are named, not loaded. The
+    last few are kept (by path, size and mtime): deciding a file's launches reads it, and its
+    history then needs no second read."""
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_size, st.st_mtime_ns, sniff.kind, sniff.headerless, len(sniff.comments))
+    except OSError:
+        stamp = None
+    hit = _RECENT.get(stamp) if stamp else None
+    if hit is not None:
+        return hit[0], list(hit[1])
+    got = _read_columns(path, sniff)
+    if stamp is not None:
+        if len(_RECENT) >= 4:
+            _RECENT.pop(next(iter(_RECENT)))
+        _RECENT[stamp] = got
+    return got[0], list(got[1])
+
+
+def launches(path: str, sniff: Sniff) -> list[tuple[int, int]] | None:
+    """The row ranges of the launches a table holds when its x goes back to where it began
+    (a script run again, its log appended: DETR's `log.txt` with epochs 0–4, 0–4, 0–1): each is
+    a run of its own. A resume goes back to a checkpoint, not to the start, and stays one run.
+    None for one launch, a table with no x, or a file over LAUNCH_BYTES (read as one)."""
+    if sniff.step is None:
+        return None
+    try:
+        if os.path.getsize(path) > LAUNCH_BYTES:
+            return None
+    except OSError:
+        return None
+    cols, _ = read_columns(path, sniff)
+    if sniff.step not in cols.names:
+        return None
+    j = cols.names.index(sniff.step)
+    rows = np.flatnonzero(cols.valid[j] & np.isfinite(cols.values[j]))
+    xs = cols.values[j][rows]
+    if len(xs) < 3:
+        return None
+    again = xs[1:] < xs[:-1]
+    if not cols.labels:  # `0, 0`: a one-epoch launch, then the next (not a train row and its val)
+        again |= (xs[1:] == xs[:-1]) & (xs[1:] == xs[0])
+    back = np.flatnonzero(again & (xs[1:] <= xs[0])) + 1
+    if not len(back):
+        return None
+    starts = [0, *(int(rows[i]) for i in back)]
+    return list(zip(starts, [*starts[1:], cols.rows], strict=True))
+
+
+LAUNCH_BYTES = 8 << 20  # a larger table is read as one launch (its launches are not looked for)
+
+
+def _read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
     name = os.path.basename(path)
     notes: list[str] = []
     if sniff.kind in ("\t", ",", ";") and not sniff.headerless:
         cols = _read_arrow_csv(path, sniff, notes)
         if cols is not None:
             return cols, notes
-        frame = _read_pandas(path, sniff, notes)
-    elif sniff.kind == "ws":
-        frame = _read_pandas(path, sniff, notes)
     if sniff.kind in ("\t", ",", ";", "ws"):
-        return frame_columns(frame, labels=True), notes
+        return frame_columns(_read_pandas(path, sniff, notes), labels=True), notes
     if sniff.kind == "jsonl":
         from rundiff_core import read_jsonl
 
@@ -598,13 +650,17 @@ def points_frame(steps: list[float], keys: list[str], values: list[float], wall:
     return rundiff_core.history_frame(s[order], cat, np.asarray(values, dtype="float64")[order], w), notes
 
 
-def read_table(path: str, sniff: Sniff | None = None, **kw: Any) -> tuple[pd.DataFrame, list[str]]:
-    """A tabular log's full history and notes (the layout inferred, skipped columns and rows)."""
+def read_table(path: str, sniff: Sniff | None = None, *, rows: tuple[int, int] | None = None,
+               **kw: Any) -> tuple[pd.DataFrame, list[str]]:
+    """A tabular log's full history and notes (the layout inferred, skipped columns and rows);
+    `rows`: one launch's row range only."""
     sniff = sniff or sniff_table(path)
     name = os.path.basename(path)
     if sniff is None:
         return rundiff_core.empty_history(), [f"{name}: not a tabular log; skipped"]
     cols, notes = read_columns(path, sniff)
+    if rows is not None:
+        cols = cols.slice(*rows)
     frame, more = to_long(cols, name, step=kw.pop("step", None) or sniff.step,
                           described=sniff.described, **kw)
     return frame, notes + more

@@ -90,8 +90,44 @@ class Record:
     forms: set[str] = field(default_factory=set)
 
 
+# What loggers put before a message: ANSI colours, a timestamp (`2018-03-12 18:42:12,654`,
+# `[2024-01-02T03:04:05]`), a level (`INFO`, `[INFO]`, `INFO:root:`), a leading `- ` bullet.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LOG_PREFIX = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
+    r"(?:\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?(?:-\s+)?")
+# A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
+_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
+                    r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
+# A parenthesised remark after a value: `Batch: 78 (1024 samples)`
+_REMARK = re.compile(r"(?<=\d)\s+\([^()]{1,40}\)")
+
+
+def clean_line(line: str) -> str:
+    """A log line without its colours, logger prefix and parenthesised remarks after values."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    line = _LOG_PREFIX.sub("", line, count=1)
+    return _REMARK.sub("", line) if "(" in line else line
+
+
 def parse_line(line: str) -> Record | None:
-    """The fields of one line, or None when the line is not wholly key/value fields."""
+    """The fields of one line, or None when the line is not wholly key/value fields; a label
+    before them (`Train metrics: loss: 0.5 ; acc: 0.9`) prefixes each key (`Train_metrics/loss`)."""
+    line = clean_line(line)
+    label = _LABEL.match(line)
+    if label is not None:
+        rec = _parse_fields(line[label.end():])
+        if rec is not None:
+            prefix = "_".join(label.group("label").split())
+            rec.pairs[:] = [(f"{prefix}/{k}", v) for k, v in rec.pairs]
+            rec.totals = {f"{prefix}/{k}": n for k, n in rec.totals.items()}
+            rec.forms.add("label: key: value")
+        return rec
+    return _parse_fields(line)
+
+
+def _parse_fields(line: str) -> Record | None:
     pairs: list[tuple[str, float]] = []
     rec = Record(pairs)
     for segment in _SPLIT.split(line.strip()):
@@ -155,6 +191,9 @@ class Grammar:
         text = f"text log, {' / '.join(f'`{f}`' for f in self.forms)} fields; step = {self.step}"
         if self.framework == "torchtune-disk":
             text = "torchtune DiskLogger " + text
+        if self.framework == "counted":
+            text = (f"text log, {' / '.join(f'`{f}`' for f in self.forms)} fields, no step: "
+                    "x = each record's count among records of its keys")
         return text
 
 
@@ -255,7 +294,7 @@ def sniff_text(path: str) -> Grammar | None:
     records = [r for ln in nonblank if (r := parse_line(ln)) is not None]
     step = _step_key(records)
     if step is None:
-        return None
+        return _counted(records)
     stepped = [r for r in records if any(k == step for k, _ in r.pairs)]
     if len(stepped) < 2 or all(len(r.pairs) < 2 for r in stepped) and len(
             {tuple(k for k, _ in r.pairs) for r in records}) < 2:
@@ -264,6 +303,19 @@ def sniff_text(path: str) -> Grammar | None:
     disk = sum(1 for ln in nonblank if _TT_DISK.match(ln))
     return Grammar(step=step, forms=tuple(forms),
                    framework="torchtune-disk" if step == "Step" and disk >= 2 else None)
+
+
+def _counted(records: list[Record]) -> Grammar | None:
+    """Records with no step at all (`Train metrics: loss: 0.5 ; acc: 0.9`, once per epoch): a
+    log when a record of 2+ fields repeats, or a labelled one (`Test metrics: …`) appears — each
+    repeat of a key set is the next point (x = the record's count, 1-based)."""
+    sigs = Counter(tuple(k for k, _ in r.pairs) for r in records)
+    repeated = any(len(sig) >= 2 and n >= 2 for sig, n in sigs.items())
+    labelled = any(len(r.pairs) >= 2 and "label: key: value" in r.forms for r in records)
+    if not repeated and not labelled:  # one `Test metrics: loss: 0.1 ; f1: 0.9` line is a result
+        return None
+    forms = sorted(set().union(*(r.forms for r in records)))
+    return Grammar(step=None, forms=tuple(forms), framework="counted")
 
 
 def record_share(path: str, grammar: Grammar) -> tuple[int, int]:
@@ -432,6 +484,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         units: set[str] = set()
         totals: dict[str, int] = {}
         last_step: float | None = None
+        header: float | None = None
+        headed = 0
         records: list[tuple[float, Record]] = []
         for line in fh:
             total_lines += 1
@@ -446,13 +500,19 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
             step = next((v for k, v in rec.pairs if k == step_key), None)
             if step is None:
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
-                pending.append(rec)
+                if header is not None:
+                    records.append((header, rec))  # under an `Epoch 3/30` line: epoch 3's
+                else:
+                    pending.append(rec)
                 continue
             for p in pending:
                 records.append((step, p))
             pending = []
             records.append((step, rec))
             last_step = step
+            # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
+            header = step if len(rec.pairs) == 1 else None
+            headed += header is not None
         trailing = len(pending)
         if last_step is not None:
             records.extend((last_step, p) for p in pending)
@@ -479,7 +539,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         notes.append(f"{name}: {step_key} is written as N/{totals[step_key]} (total steps)")
     if kept_stepless:
         notes.append(f"{name}: {kept_stepless} record(s) without a {step_key} field took the step "
-                     "of the next record that has one"
+                     + (f"of the `{step_key} N` line above them ({headed} such lines)" if headed
+                        else "of the next record that has one")
                      + (f" ({trailing} at the end took the last step)" if trailing else ""))
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
@@ -618,5 +679,30 @@ def _read_fairseq(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame,
     return points_frame(steps, keys, values, None, notes, name)
 
 
-_READERS = {"torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
+def _read_counted(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+    """Records with no step: the n-th record of a key set is point n (1-based) of its keys."""
+    seen: Counter[tuple[str, ...]] = Counter()
+    steps: list[float] = []
+    keys: list[str] = []
+    values: list[float] = []
+    total_lines = skipped = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            total_lines += 1
+            rec = parse_line(line) if line.strip() else None
+            if rec is None:
+                skipped += line.strip() != ""
+                continue
+            sig = tuple(k for k, _ in rec.pairs)
+            seen[sig] += 1
+            for k, v in rec.pairs:
+                steps.append(float(seen[sig]))
+                keys.append(k)
+                values.append(v)
+    notes = [f"{name} read as a {grammar.describe()}; {total_lines} lines, {len(values)} points, "
+             f"{skipped} line(s) skipped (not key/value records)"]
+    return points_frame(steps, keys, values, None, notes, name)
+
+
+_READERS = {"counted": _read_counted, "torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
             "fairseq": _read_fairseq}

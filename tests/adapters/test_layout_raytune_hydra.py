@@ -613,24 +613,32 @@ CURLING = REAL / "long-format" / "alivaezii-curling-cnn"
 
 
 def test_long_format_phase_column_gives_one_key_per_metric_and_split():
+    """Two launches appended to one table, each from epoch 1 (a script run again): two runs,
+    `train_log.csv#1` (epochs 1–5) and `#2` (1–7), each with one key per split and metric."""
     exp = _expected(CURLING)["files"]["results/train_log.csv"]
     before = hash_tree(str(CURLING))
-    (run,) = _runs(CURLING).values()
+    runs = _runs(CURLING)
+    assert sorted(runs) == ["results/train_log.csv#1", "results/train_log.csv#2"]
+    first, second = runs["results/train_log.csv#1"], runs["results/train_log.csv#2"]
+    (one, two) = exp["launches"]
     for key, m in exp["metrics"].items():  # train/loss, val/loss, val/val_macro_f1, …
-        h = run.history([key])
-        assert len(h) == m["points"], key
-        assert (h.step.iloc[0], h.step.iloc[-1]) == (m["first_step"], m["last_step"])
-        assert h.value.iloc[-1] == pytest.approx(m["last_value"])
-        assert (h.value.min(), h.value.max()) == (pytest.approx(m["min"]), pytest.approx(m["max"]))
-    assert not {"loss", "acc", "phase", "train/phase"} & set(run.metric_keys())  # no merged splits
-    # the per-class report beside it has no step column: no history of this run, said so
-    assert set(run.metric_keys()) == set(exp["metrics"])
+        a, b = first.history([key]), second.history([key])
+        assert len(a) + len(b) == m["points"], key
+        assert (a.step.iloc[0], a.step.iloc[-1]) == (one["first_step"], one["last_step"])
+        assert (b.step.iloc[0], b.step.iloc[-1]) == (two["first_step"], two["last_step"])
+        assert b.value.iloc[-1] == pytest.approx(m["last_value"])
+        both = list(a.value) + list(b.value)
+        assert (min(both), max(both)) == (pytest.approx(m["min"]), pytest.approx(m["max"]))
+    for run in (first, second):
+        assert not {"loss", "acc", "phase", "train/phase"} & set(run.metric_keys())  # no merged splits
+        assert set(run.metric_keys()) == set(exp["metrics"])
+        notes = _notes(run)
+        assert "long format — `phase` names the rows (train, val)" in notes
+        assert "one launch of several appended to one file" in notes
+        # the per-class report beside it has no step column: no history of either run, said so
+        assert "test_report_thresholded.csv: no step-like column beside train_log.csv's `epoch` " \
+               "→ not read as history" in notes
     report = CURLING / "results" / "test_report_thresholded.csv"
-    assert any(n.startswith("test_report_thresholded.csv: no step-like column beside "
-                            "train_log.csv's `epoch` → not read as history") for n in run.fidelity)
     (alone,) = _runs(report).values()  # named alone, it is read (x = row index, said)
     assert alone.metric_keys() and "x = row index" in _notes(alone)
-    notes = _notes(run)
-    assert "long format — `phase` names the rows (train, val)" in notes
-    assert len(exp["launches"]) == 2 and "step went backwards (restart?)" in notes  # 1–5, then 1–7
     assert hash_tree(str(CURLING)) == before

@@ -5,6 +5,7 @@ each text log (`key:value` fields with a step) as a run of its own (layout `text
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
@@ -66,6 +67,13 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
             texts.append(LayoutRun(path, "text", [path], shape.detail, {path: shape.found}))
         elif unread is not None and shape.kind != "document":
             unread[path] = shape.detail
+    launched = _launch_runs(table)
+    if launched:  # a report table with no step beside the launches is none of them, nor a run
+        flat = [p for p in table.files if isinstance(s := table.sniffs.get(p), Sniff)
+                and not s.step and one_row(p, s) is None]
+        table.files = [p for p in table.files if p not in flat]
+        for run in launched:
+            run.sniffs["beside"] = flat
     specs = []
     if table.files:
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
@@ -73,20 +81,54 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         if texts and any(isinstance(s, Sniff) for s in table.sniffs.values()):
             # a structured history's stdout copy (`output.log`, `train.log`) is that run's
             table.files += [t.path for t in texts]
-            table.sniffs.update({t.path: TextBeside(t.reason) for t in texts})
+            table.sniffs.update({t.path: TextFile(t.sniffs[t.path], read=False) for t in texts})
             texts = []
         specs.append(table)
+    if launched:
+        return specs + launched + columns + texts
+    if not specs and len(texts) >= 2 and (config := [n for n in files
+                                                    if n.lower() in CONFIG_FILES]):
+        # `train.log` and `evaluate.log` beside the `params.json` they ran with: one run's logs
+        table.files = [t.path for t in texts]
+        table.sniffs = {t.path: TextFile(t.sniffs[t.path], read=True) for t in texts}
+        table.reason = f"{len(texts)} text logs beside {config[0]}: one run"
+        return [table] + columns
     return specs + columns + texts
 
 
-class TextBeside(rundiff_core.PlainRecord):
-    """A text log beside a folder's structured history: a file of that run (its console copy),
-    said in the notes and not read into the history (its records repeat the table's)."""
+def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
+    """A table that holds several launches (its x back at its start: a script run again, its
+    log appended) leaves the folder's run: each launch is a run of its own, `FILE#1`, `FILE#2`."""
+    from ..sniff import launches
 
-    __match_args__ = ("grammar",)
+    out = []
+    for path, sniff in list(table.sniffs.items()):
+        if not isinstance(sniff, Sniff) or one_row(path, sniff) is not None:
+            continue
+        spans = launches(path, sniff)
+        if not spans:
+            continue
+        table.files.remove(path)
+        del table.sniffs[path]
+        base = os.path.basename(path)
+        for i, span in enumerate(spans, start=1):
+            out.append(LayoutRun(f"{path}#{i}", "files", [path],
+                                 f"{base}: launch {i} of {len(spans)} (rows {span[0] + 1}–"
+                                 f"{span[1]}; its {sniff.step} starts again)",
+                                 {path: sniff, "rows": span}))
+    return out
 
-    def __init__(self, grammar: str) -> None:
+
+class TextFile(rundiff_core.PlainRecord):
+    """A text log that is one file of a folder's run: its `grammar`, and whether its records are
+    `read` into the run's history (logs beside the config they ran with) or not (a console copy
+    beside a structured history, whose records repeat the table's)."""
+
+    __match_args__ = ("grammar", "read")
+
+    def __init__(self, grammar: Any, read: bool) -> None:
         self.grammar = grammar
+        self.read = read
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -136,10 +178,24 @@ def _unstepped(spec: LayoutRun) -> dict[str, str]:
     return {p: beside for p, sn in tables.items() if not sn.step}
 
 
+def _folder(spec: LayoutRun) -> str:
+    """The folder a run's config files sit in (a launch `FILE#2` and a file run: the file's)."""
+    path = spec.path.split("#", 1)[0] if "rows" in spec.sniffs else spec.path
+    return os.path.dirname(path) if os.path.isfile(path) else path
+
+
 def meta(spec: LayoutRun) -> Meta:
     out = Meta()
-    out.config, out.notes = read_config_files(os.path.dirname(spec.path) if os.path.isfile(spec.path)
-                                              else spec.path)
+    out.config, out.notes = read_config_files(_folder(spec))
+    if "rows" in spec.sniffs:
+        out.notes.append(spec.reason + ": one launch of several appended to one file, a run of "
+                         "its own")
+        log = spec.files[0]
+        for path in spec.sniffs.get("beside", []):
+            out.notes.append(f"{os.path.basename(path)}: no step-like column beside "
+                             f"{os.path.basename(log)}'s `{spec.sniffs[log].step}` → not read as "
+                             f"history (a report table? `rundiff ls local:{path}` reads it alone, "
+                             "x = row index)")
     unstepped = _unstepped(spec)
     for path in spec.files:
         base = os.path.basename(path)
@@ -149,10 +205,13 @@ def meta(spec: LayoutRun) -> Meta:
                              "x = row index)")
             continue
         sniff = spec.sniffs.get(path)
-        if isinstance(sniff, TextBeside):
-            out.notes.append(f"{base}: {sniff.grammar} beside the structured history → a file of "
-                             "this run (its console copy), not read into it; `rundiff ls "
-                             f"local:{path}` reads it alone")
+        if isinstance(sniff, TextFile):
+            if sniff.read:
+                out.notes.append(f"{base} ({sniff.grammar.describe()}) → history")
+            else:
+                out.notes.append(f"{base}: {sniff.grammar.describe()} beside the structured history"
+                                 " → a file of this run (its console copy), not read into it; "
+                                 f"`rundiff ls local:{path}` reads it alone")
             continue
         if isinstance(sniff, Sniff):
             if (row := one_row(path, sniff)) is not None:
@@ -195,12 +254,16 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         if path in unstepped:
             continue  # said in the meta notes
         sniff = spec.sniffs.get(path)
-        if isinstance(sniff, TextBeside):
-            continue  # a console copy: said in the meta notes
-        if isinstance(sniff, Sniff):
+        if isinstance(sniff, TextFile):
+            if not sniff.read:
+                continue  # a console copy: said in the meta notes
+            from ..textlog import read_text_log
+
+            frame, more = read_text_log(path, sniff.grammar)
+        elif isinstance(sniff, Sniff):
             if one_row(path, sniff) is not None:
                 continue
-            frame, more = read_table(path, sniff)
+            frame, more = read_table(path, sniff, rows=spec.sniffs.get("rows"))
         elif path.lower().endswith(".json"):
             sniff = sniff_table(path)
             if sniff is None or sniff.kind != "json":
