@@ -58,6 +58,8 @@ def rundiff_sniff_path(path):
     # a layout whose signature owns the TensorBoard file beside its own (Ultralytics' results.csv
     # + events file: one run) outranks the tb adapter (40) for such folders only
     if all("owns_events" in r.sniffs for r in runs) and any(r.sniffs["owns_events"] for r in runs):
+        if len(runs) == 1:  # one run: say which files it is read from
+            shown = f"{os.path.relpath(runs[0].path, path)} ({runs[0].layout}: {runs[0].reason})"
         return Claim(NAME, f"{count} run(s): {shown}{more}; the TensorBoard files beside them "
                      "belong to these runs", priority=OWNS_EVENTS_PRIORITY)
     return Claim(NAME, f"{count} run(s): {shown}{more}")

@@ -142,8 +142,10 @@ def test_detect_names_the_files_of_the_one_run(source, capsys):
     a, _b = SOURCES[source]
     assert main(["detect", str(root / a)]) == 0
     out = capsys.readouterr().out
-    assert "winner: local" in out and "(ultralytics)" in out
-    assert "the TensorBoard files beside them belong to these runs" in out
+    assert "winner: local" in out
+    assert ". (ultralytics: YOLOv5 ≤ 5.0 / YOLOv7 (opt.yaml + hyp.yaml): results.txt (no header, " \
+           "15 fields per row) + 1 TensorBoard events file(s) of the same run); the TensorBoard " \
+           "files beside them belong to these runs" in out  # which files the one run is read from
     run = load_run(str(root / a))
     layout = next(n for n in run.fidelity if n.startswith("layout: ultralytics"))
     assert "results.txt (no header, 15 fields per row) + 1 TensorBoard events file(s) of the " \
