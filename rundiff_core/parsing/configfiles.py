@@ -204,8 +204,8 @@ def read_config_files(folder: str, names: tuple[str, ...] = CONFIG_FILES) -> tup
 
 class RunConfig:
     """What `read_run_config` found: the merged `config`, `notes` (one per file, which keys it
-    gave), `meta` (tracker metadata, never config) and `files` ({file: its top-level keys, as
-    merged}); `sources` names what gave keys, in order (`hparams plugin`, `opt.yaml`, …)."""
+    gave), `meta` (tracker metadata, never config) and `files` ({file: the keys the config has
+    from it}); `sources` names what gave keys, in order (`hparams plugin`, `opt.yaml`, …)."""
 
     __slots__ = ("config", "notes", "meta", "files", "sources")
 
@@ -344,7 +344,11 @@ def read_run_config(folder: str, names: tuple[str, ...] = RUN_CONFIG_FILES, *,
         if not os.path.isfile(path):
             continue
         said = []
-        data = read_json_file(path, said) if os.path.getsize(path) <= MAX_CONFIG_BYTES else None
+        try:
+            small = os.path.getsize(path) <= MAX_CONFIG_BYTES
+        except OSError:
+            continue
+        data = read_json_file(path, said) if small else None
         if isinstance(data, dict):
             out.meta["tracker_metadata"] = {"file": name, **data}
             keys = [k for k in ("host", "startedAt", "git", "program", "python", "os", "gpu")
@@ -359,9 +363,10 @@ def read_run_config(folder: str, names: tuple[str, ...] = RUN_CONFIG_FILES, *,
     if not merged:
         out.config = base
         return out
-    out.sources += list(out.files)
     if not base:
         out.config = merged
+        out.files = {n: [k for k in keys if origin[k] == n] for n, keys in out.files.items()}
+        out.sources += [n for n in out.files if out.files[n]]
         return out
     import copy
 
@@ -369,12 +374,12 @@ def read_run_config(folder: str, names: tuple[str, ...] = RUN_CONFIG_FILES, *,
 
     flat = {_norm(k): v for k, v in flatten(base, sep=".").items()}
     prefixes = {p[:i] for p in flat for i in range(len(p)) if p[i] == "."}
-    said: dict[str, list[tuple[str, ...]]] = {"added": [], "kept": [], "differ": []}
+    fate: dict[str, list[tuple[str, ...]]] = {"added": [], "kept": [], "differ": []}
     config = copy.deepcopy(base)
-    _merge_beneath(config, merged, flat, prefixes, (), said)
+    _merge_beneath(config, merged, flat, prefixes, (), fate)
     out.config = config
     by_file: dict[str, dict[str, list[str]]] = {}
-    for label, paths in said.items():
+    for label, paths in fate.items():
         for p in paths:
             by_file.setdefault(origin.get(p[0], "?"), {}).setdefault(label, []).append(".".join(p))
     for name in out.files:
@@ -390,6 +395,7 @@ def read_run_config(folder: str, names: tuple[str, ...] = RUN_CONFIG_FILES, *,
         out.files[name] = got.get("added", [])
     out.sources = [base_name] + [n for n in out.files if out.files[n]]
     return out
+
 
 __all__ = ["CONFIG_FILES", "MAX_CONFIG_BYTES", "MAX_JSON_BYTES", "METADATA_FILES", "NESTED",
            "RUN_CONFIG_FILES", "RunConfig", "read_args_txt", "read_config_file",

@@ -50,7 +50,8 @@ def test_torch_summarywriter_beside_opt_and_hyp_yaml_config_through_tb(tmp_path)
     assert {k: run.config[k] for k in OPT if k != "hyp"} == {k: v for k, v in OPT.items() if k != "hyp"}
     assert run.config["hyp"] == HYP  # hyp.yaml merged under `hyp`, over opt.yaml's path to it
     assert run.meta["config_from"] == "opt.yaml + hyp.yaml"
-    assert run.meta["config_files"] == {"opt.yaml": list(OPT), "hyp.yaml": ["hyp"]}
+    assert run.meta["config_files"] == {"opt.yaml": [k for k in OPT if k != "hyp"],
+                                        "hyp.yaml": ["hyp"]}  # which file gave what
     notes = " | ".join(run.fidelity)
     assert "opt.yaml → config (11 key(s): weights, cfg, data, hyp, epochs, batch_size, … (5 more))" in notes
     assert "hyp.yaml → config.hyp (5 key(s)); over hyp of opt.yaml ('data/hyp.scratch.yaml')" in notes
