@@ -21,7 +21,7 @@ import numpy as np
 
 from rundiff_core import protobuf
 
-from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, frame, sniff
+from .framing import HEADER, PAD, Framed, FrameStats, LogFormatError, damaged_header, frame, sniff
 from .values import numeric_values, parse_spans
 from .vector import last_of_repeats, span_names, walk, walk_keys
 from .wire import DAMAGE, git, item, text, timestamp
@@ -94,12 +94,16 @@ class LogData:
     # the file's (mtime_ns, size, inode, device) when it framed clean, every CRC checked: a later
     # read of the same bytes may trust them (`read_log(verified=…)`)
     verified: tuple[int, int, int, int] | None = None
+    header_damaged: bool = False  # the 7-byte header is a few bits off, a valid chunk after it
     # summary records found or decoded one at a time (in `_record`, or flagged by the vector walk)
     summary_records_one_by_one: int = 0
     # with `summary=False` on a log that framed clean: every summary payload as a (start, end)
     # offset, in log order, so the fold later reads just those bytes (`fold_summary_at`): file
     # offsets, or past the file's end into the bytes of the records that spanned chunks, kept
     summary_payloads: tuple[np.ndarray, np.ndarray, bytes] | None = None
+
+
+HEADER_PROBE = 1 << 16  # bytes read to tell a damaged header from a foreign file
 
 
 def read_log(path: str, *, vector: bool = True, history: bool = True, summary: bool = True,
@@ -125,9 +129,12 @@ def read_log(path: str, *, vector: bool = True, history: bool = True, summary: b
     head = bytes(raw[: len(HEADER)])
     if n < len(HEADER):
         raise LogFormatError(f"{n} bytes: too short for a W&B transaction log header")
+    header_damaged = False
     if not sniff(head):
-        raise LogFormatError("no ':W&B' header with magic 0xBEE1")
-    log = LogData(path=path, version=head[6])
+        if not damaged_header(bytes(raw[: min(n, HEADER_PROBE)])):
+            raise LogFormatError("no ':W&B' header with magic 0xBEE1")
+        header_damaged = True
+    log = LogData(path=path, version=0 if header_damaged else head[6], header_damaged=header_damaged)
     if log.version != 0:
         raise LogFormatError(f"transaction log version {log.version} (this reader knows version 0)")
     framed = frame(raw, n, crc=not (vector and stamp is not None and verified == stamp))

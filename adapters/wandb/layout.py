@@ -25,9 +25,17 @@ def is_log_file(path: str) -> bool:
     """A file that starts with the transaction-log header (`:W&B`, 0xBEE1)."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(6) == HEADER_PREFIX
+            head = fh.read(6)
+            if head == HEADER_PREFIX:
+                return True
+            if not path.endswith(".wandb"):
+                return False
+            head += fh.read(4090)  # a damaged header: a few bits off, a valid chunk after it
     except OSError:
         return False
+    from .framing import damaged_header
+
+    return damaged_header(head)
 
 
 def logs_in(folder: str) -> list[str]:

@@ -173,14 +173,21 @@ def assemble(log: LogData, folder: str | None, *, now: float | None = None,
     log_name = os.path.basename(log.path)  # a folder can hold several logs: name the damaged one
     if st.torn_records or st.torn_tail_bytes:
         notes.append(
-            f"{log_name}: torn end of log: the last {st.torn_tail_bytes} byte(s) hold {st.torn_records} record(s) "
-            "begun but never finished (a live run caught mid-write); read up to the last whole record"
+            f"{log_name}: torn end of log: the last {st.torn_tail_bytes:,} byte(s) hold {st.torn_records} record(s) "
+            "begun but never finished (the writer stopped mid-record: a live run, or a copy made "
+            "while it wrote); read up to the last whole record"
         )
-    if st.corrupt_chunks:
-        notes.append(f"{log_name}: {st.corrupt_chunks} corrupt chunk(s) (CRC mismatch or bad header): "
-                     f"{st.corrupt_bytes} byte(s) skipped to the next 32 KiB block")
-    if st.orphan_chunks or st.bad_records:
-        notes.append(f"{log_name}: {st.bad_records + st.orphan_chunks} record(s) unreadable and skipped")
+    if log.header_damaged:
+        notes.append(f"{log_name}: bytes 0–7, the W&B header, damaged (a few bits off ':W&B' 0xBEE1 "
+                     "version 0); the chunks after it are CRC-valid, read as version 0")
+    notes += damage_notes(log_name, st)
+    if st.damage:
+        seg.info["log_damage"] = [
+            {"bytes": [list(r) for r in d.ranges], "records_lost": d.lost, "first_lost": d.first_lost,
+             "repeated_dropped": d.repeated, "shift": d.shift} for d in st.damage]
+    if st.bad_records:
+        notes.append(f"{log_name}: {st.bad_records} record(s) whose CRC held but whose protobuf "
+                     "did not parse, skipped")
 
     # steps
     if info["rows"] and info.get("explicit_rows", 0) == 0:
@@ -203,15 +210,28 @@ def assemble(log: LogData, folder: str | None, *, now: float | None = None,
                          + (f" after {log.exit['runtime']} s" if log.exit.get("runtime") else ""))
     else:
         age = (now or time.time()) - os.path.getmtime(log.path)
-        if age < LIVE_SECONDS and not st.corrupt_chunks:
+        where = f" at step {seg.last_step:g}" if seg.last_step is not None else ""
+        if age < LIVE_SECONDS and not st.damage:
             seg.status = "running"
             notes.append(f"no exit record yet: the run is still writing its log (last write "
                          f"{age:.0f} s ago); the history is preliminary")
+        elif st.torn_records:
+            seg.status = "unknown"
+            notes.append(f"no exit record: the log ends in a torn record{where} — the writer stopped "
+                         "mid-write (the process was killed, or the file was copied while the run was live)")
+        elif st.damage and st.damage[-1].at_end:
+            seg.status = "unknown"
+            notes.append(f"no exit record: the last whole record is{where}, and the bytes after it are "
+                         "damaged (above): whether the run finished cannot be told from this copy")
+        elif st.damage and any(d.lost != 0 for d in st.damage):
+            seg.status = "unknown"
+            notes.append(f"no exit record: the log ends on a whole record{where}; the records lost to "
+                         "the damage above may have held it, so whether the run finished cannot be told")
         else:
             seg.status = "unknown"
-            where = f" at step {seg.last_step:g}" if seg.last_step is not None else ""
-            notes.append(f"no exit record: the log stops{where} without the run finishing (the "
-                         "process was killed, or the file was copied while the run was live)")
+            notes.append(f"no exit record: the log ends on a whole record{where} without the run "
+                         "finishing (the process stopped before wandb wrote its exit record — killed, "
+                         "or the file was copied while the run was live)")
         if log.preempting:
             notes.append("the run was preempted")
     if not info["rows"]:
@@ -243,6 +263,50 @@ def assemble(log: LogData, folder: str | None, *, now: float | None = None,
     if log.preempting:
         seg.events.append(RunEvent("preempted", step=seg.last_step))
     return seg
+
+
+DAMAGE_NOTES = 5  # damaged stretches told one by one; the rest in one sum
+
+
+def damage_notes(log_name: str, st) -> list[str]:
+    """One note per damaged stretch of a log (`FrameStats.damage`): where it is, how many bytes,
+    what the records either side say was lost, and whether what follows was shifted or repeated."""
+    out = []
+    for d in st.damage[:DAMAGE_NOTES]:
+        where = " and ".join(f"{a:,}–{b:,}" for a, b in d.ranges)
+        what = f"{log_name}: bytes {where} unreadable ({d.size:,} byte(s){', all zero' if d.zeros else ''}"
+        what += "; no valid chunk starts there, reading resumed at the next one)"
+        if d.lost is not None:
+            if d.lost == 0:
+                what += "; no record lost"
+            else:
+                last = d.first_lost + d.lost - 1
+                nums = f"number {d.first_lost:,}" if d.lost == 1 else f"numbers {d.first_lost:,}–{last:,}"
+                what += f"; {d.lost:,} record(s) skipped ({nums})"
+        elif d.at_end:
+            what += "; no whole record after it, so the records there cannot be counted"
+        else:
+            what += "; the records there cannot be counted (this writer does not number its records)"
+        if d.repeated:
+            what += (f"; the {d.repeated:,} record(s) after it repeat records just before it (a "
+                     "repeated region) and were dropped")
+        if d.shift > 0:
+            what += f"; what follows is {d.shift:,} byte(s) later than the block grid before it (bytes inserted"
+            what += " or repeated)" if not d.repeated else " by the repeat)"
+        elif d.shift < 0:
+            what += f"; what follows is {-d.shift:,} byte(s) earlier than the block grid before it (bytes removed)"
+        out.append(what)
+    more = st.damage[DAMAGE_NOTES:]
+    if more:
+        lost = [d.lost for d in more]
+        counted = sum(x for x in lost if x is not None)
+        out.append(f"{log_name}: {len(more)} more damaged stretch(es), {sum(d.size for d in more):,} "
+                   f"byte(s) in all; {counted:,} record(s) skipped"
+                   + (" that could be counted" if None in lost else ""))
+    cut = st.cut_records + st.orphan_chunks
+    if cut and any(d.lost is None for d in st.damage):
+        out.append(f"{log_name}: {cut} record(s) cut by the damage (their other chunks unreadable) dropped")
+    return out
 
 
 # -- an online run folder's files/ ----------------------------------------------------------------

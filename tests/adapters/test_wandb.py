@@ -300,19 +300,21 @@ def test_torn_tail_stops_at_the_last_whole_record(client_runs, tmp_path):
         assert run.status == "running"  # just written: a live run
 
 
-def test_crc_mismatch_skips_to_the_next_block_and_counts(tmp_path):
+def test_crc_mismatch_resumes_at_the_next_valid_chunk_and_counts(tmp_path):
     path = tmp_path / "big.wandb"
     records = [_history_record(i, {"x": str(i)}) for i in range(3000)]  # ~3 blocks
     path.write_bytes(_frame_log(records))
     data = bytearray(path.read_bytes())
-    data[40_000] ^= 0xFF  # inside block 1
+    data[40_000] ^= 0xFF  # inside block 1: one record's chunk
     path.write_bytes(bytes(data))
     log = read_log(str(path))
-    assert log.stats.corrupt_chunks == 1 and log.stats.corrupt_bytes > 0
+    assert log.stats.corrupt_chunks == 1 and 0 < log.stats.corrupt_bytes < 100  # that chunk alone
     steps = log.history.record_step
-    assert 0 < log.history.rows < 3000 and steps[0] == 0 and steps[-1] == 2999  # read past it
+    assert log.history.rows == 2999 and steps[0] == 0 and steps[-1] == 2999  # read past it
     run = load_run(str(path))
-    assert any("corrupt chunk" in n for n in run.fidelity)
+    (a, b), = log.stats.damage[0].ranges
+    assert a <= 40_000 < b
+    assert any(f"bytes {a:,}–{b:,} unreadable ({b - a} byte(s)" in n for n in run.fidelity)
 
 
 def test_not_a_log_is_an_input_error(tmp_path):
@@ -477,7 +479,7 @@ def test_realdata_log_cut_mid_run_reports_both(realdata, tmp_path):
     assert h["step"].max() == 4111 and len(h) == 3 * 4112
     notes = " | ".join(run.fidelity)
     assert "torn end of log: the last 193 byte(s) hold 1 record(s)" in notes
-    assert "no exit record: the log stops at step 4111" in notes
+    assert "no exit record: the log ends in a torn record at step 4111" in notes
     assert "wandb-summary.json claims step 62509 but the log holds history only to step 4111" in notes
 
 

@@ -382,8 +382,8 @@ def test_the_second_pass_trusts_only_bytes_it_checked(current_log, tmp_path, mon
     first = read_log(str(path), summary=False)
     assert first.verified is not None
     calls = []
-    real = framing.crcs_match
-    monkeypatch.setattr(framing, "crcs_match", lambda *a: calls.append(1) or real(*a))
+    real = framing.crc_failures
+    monkeypatch.setattr(framing, "crc_failures", lambda *a: calls.append(1) or real(*a))
     trusted = read_log(str(path), history=False, verified=first.verified)
     assert calls == [] and _items(trusted) == _items(read_log(str(path), vector=False))
 
@@ -512,19 +512,19 @@ def test_the_current_writers_runtime_records_are_dropped_as_repeats(current_log,
 def _chunks(path: str):
     """(bytes, chunk positions, chunk ends) of a log as the vector framing found them."""
     got = {}
-    real = framing.crcs_match
+    real = framing.crc_failures
 
-    def spy(data, cpos, cend):
+    def spy(data, cpos, cend, blk):
         got["x"] = (data, cpos, cend)
-        return real(data, cpos, cend)
+        return real(data, cpos, cend, blk)
 
     data = Path(path).read_bytes()
     raw = bytearray(data) + bytearray(1 << 20)
-    framing.crcs_match, saved = spy, framing.crcs_match
+    framing.crc_failures, saved = spy, framing.crc_failures
     try:
         assert framing.frame(raw, len(data)).clean
     finally:
-        framing.crcs_match = saved
+        framing.crc_failures = saved
     return got["x"]
 
 
@@ -563,8 +563,8 @@ def test_a_big_log_is_checked_block_by_block_and_framed_as_before(current_log, m
     """Over `BLOCK_CHECK_ABOVE` chunks the block check runs, and the log decodes as it does with
     every chunk checked one by one; a damaged copy goes to the careful path either way."""
     calls = []
-    real = framing.block_crcs_match
-    monkeypatch.setattr(framing, "block_crcs_match", lambda *a: calls.append(1) or real(*a))
+    real = framing.block_crc_failures
+    monkeypatch.setattr(framing, "block_crc_failures", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(framing, "BLOCK_CHECK_ABOVE", 0)
     by_block = read_log(current_log["log"])
     assert calls
