@@ -127,6 +127,11 @@ def test_rule_headline_named_in_rundiff_toml_leads_unless_it_carries_no_informat
     d = _json(["rank", str(root), "--no-seeds"], capsys)
     assert [m["metric"] for m in d["metrics"]] == FOUR
     assert d["headline_rule"] == "the downstream metric most runs log" and d["skipped"] == [CONSTANT]
+    project.write_text('[goals]\n"eval/custom" = "max"\n')  # a project file without [headline]
+    d = _json(["rank", str(root), "--no-seeds"], capsys)
+    assert d["headline_rule"] == "the downstream metric most runs log"
+    assert [m["metric"] for m in d["metrics"]] == ["eval/accuracy", "eval/f1", "eval/accuracy_top5",
+                                                 "eval/custom"]  # known by [goals] now: same place
     project.write_text("[headline]\nmetric = 3\n")
     assert main(["rank", str(root), "--no-seeds"]) == 2
     assert f'{project}: [headline] takes metric = "NAME"' in capsys.readouterr().err
@@ -139,6 +144,29 @@ def test_rule_headline_declared_by_the_runs_comes_before_the_downstream_rule(tmp
     assert d["headline_rule"] == ("declared by the runs: a checkpoint/early-stopping callback: "
                                   "monitor='val_f1', mode='max'")
     assert d["skipped"] == [CONSTANT]
+
+
+def test_rule_without_downstream_metrics_the_proxy_loss_leads_then_proxy_metrics_in_order(
+        tmp_path, capsys):
+    """No downstream metric: the proxy loss most runs log leads (train_loss, logged by all four;
+    val_loss by three), then the other proxy metrics in the order downstream ones take: those all
+    four runs log first (val_acc before val_f1: acc is the more main word), then, of the two the
+    other three log, val_loss before train_acc (loss is the most main word). Four in all."""
+    root = tmp_path / "runs"
+    for v in range(4):
+        rows = []
+        for s in (0, 50, 100):
+            row = {"step": s, "train_loss": round(2 - s / 100 + v / 10, 6),
+                   "val_acc": round(0.5 + s / 1000 + v / 100, 6), "val_f1": round(0.4 + s / 1000 + v / 100, 6)}
+            if v < 3:
+                row |= {"val_loss": round(2.1 - s / 100 + v / 10, 6),
+                        "train_acc": round(0.6 + s / 1000 + v / 100, 6)}
+            rows.append(row)
+        _journal(root / f"run-{v}", rows, lr=0.1 * (v + 1))
+    d = _json(["rank", str(root), "--no-seeds"], capsys)
+    assert [m["metric"] for m in d["metrics"]] == ["train_loss", "val_acc", "val_f1", "val_loss"]
+    assert d["headline_rule"] == "the proxy loss most runs log (no downstream metric)"
+    assert d["skipped"] == []
 
 
 def test_rule_uninformative_says_why_a_metric_carries_no_information(tmp_path):
@@ -208,7 +236,7 @@ def test_rule_student_is_the_run_with_the_fewest_steps_on_its_latest_metric(tmp_
     short = _journal(tmp_path / "short-eval-every-25", rows(80, 25, 0.1), lr=0.2)
     d = _json(["compare", str(long), str(short)], capsys)
     assert d["student"]["address"] == str(short)
-    assert "fewest steps (80)" in d["student_reason"]
+    assert d["student_reason"] == "no run is still training; the fewest steps (80)"
     assert d["current_x"] == 80.0
     (base,) = d["baselines"]
     assert base["address"] == str(long) and base["current_x"] == 100.0
@@ -216,17 +244,32 @@ def test_rule_student_is_the_run_with_the_fewest_steps_on_its_latest_metric(tmp_
 
 def test_rule_student_tie_goes_to_the_first_run_given(tmp_path, capsys):
     rows = [{"step": s, "train/loss": round(3.0 - 0.02 * s, 6)} for s in range(0, 51)]
-    a = _journal(tmp_path / "a", rows)
-    b = _journal(tmp_path / "b", rows)
-    d = _json(["compare", str(a), str(b)], capsys)
+    a, b, c = (_journal(tmp_path / n, rows) for n in "abc")
+    d = _json(["compare", str(a), str(b), str(c)], capsys)
     assert d["student"]["address"] == str(a)
-    assert d["student_reason"] == f"no run is still training; the fewest steps (50); tie with {b} → the first given"
+    assert d["student_reason"] == (f"no run is still training; the fewest steps (50); "
+                                   f"tie with {b}, {c} → the first given")
+
+
+def test_rule_a_student_without_points_of_the_compared_metrics_is_refused(tmp_path, capsys):
+    """The baseline logs train/loss and eval/accuracy, the student only val_f1: by default the
+    student (fewest steps) is compared on eval/accuracy, which it has not logged yet; named, it
+    has no point of the one metric asked for. Either way there is no step to read baselines at."""
+    base = _journal(tmp_path / "base", [{"step": s, "train/loss": 3 - s / 100, "eval/accuracy": 0.1 + s / 1000}
+                                        for s in range(0, 101, 10)])
+    student = _journal(tmp_path / "student", [{"step": s, "val_f1": 0.1 + s / 1000} for s in range(0, 61, 10)])
+    for extra in ([], ["--metric", "eval/accuracy", "--student", str(student)]):
+        assert main(["compare", str(base), str(student), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"rundiff: error: the student {student} has logged none of the compared metrics\n"
+                       "  hint: choose another student with --student ADDR\n"), extra
 
 
 def test_rule_compare_by_default_leaves_out_what_it_cannot_compare_and_says_why(tmp_path, capsys):
-    """Both runs log hp_metric's placeholder (no information), train/loss and val_loss; only the
-    baseline logs eval/accuracy (downstream: compared, as 'not yet' for the student) and val_acc
-    (proxy: not compared); only the student logs val_f1 (no baseline to compare it with)."""
+    """Every run logs hp_metric's placeholder (no information), train/loss and val_loss; only a
+    baseline logs eval/accuracy (downstream: compared, as 'not yet' for the student); both
+    baselines, not the student, log val_acc (proxy: not compared); only the student logs val_f1
+    (no baseline to compare it with)."""
     def rows(last: int, only: dict[str, float]) -> list[dict]:
         out = [{"step": 0, "hp_metric": -1.0}]
         for s in range(0, last + 1, 10):
@@ -235,18 +278,19 @@ def test_rule_compare_by_default_leaves_out_what_it_cannot_compare_and_says_why(
         return out
 
     base = _journal(tmp_path / "base", rows(100, {"eval/accuracy": 0.1, "val_acc": 0.2}))
+    base2 = _journal(tmp_path / "base2", rows(90, {"val_acc": 0.25}))
     student = _journal(tmp_path / "student", rows(60, {"val_f1": 0.3}))
-    d = _json(["compare", str(base), str(student)], capsys)
+    d = _json(["compare", str(base), str(base2), str(student)], capsys)
     assert d["student"]["address"] == str(student)
     assert sorted(m["metric"] for m in d["metrics"]) == ["eval/accuracy", "train/loss", "val_loss"]
     assert sorted(d["not_compared"]) == [
         "hp_metric (no information: one point, -1 in every run; name it with --metric)",
-        f"val_acc (not logged by the student {student}; logged by {base}; name it with --metric)",
+        f"val_acc (not logged by the student {student}; logged by {base}, {base2}; name it with --metric)",
         "val_f1 (no baseline logs it)",
     ]
     assert sorted(d["skipped"], key=lambda x: x["metric"]) == [
         {"metric": "hp_metric", "cause": "no information", "detail": "one point, -1 in every run"},
-        {"metric": "val_acc", "cause": "not logged by the student", "detail": str(base)},
+        {"metric": "val_acc", "cause": "not logged by the student", "detail": f"{base}, {base2}"},
         {"metric": "val_f1", "cause": "no baseline logs it", "detail": str(student)},
     ]
 
@@ -295,6 +339,21 @@ def test_rule_deep_search_stops_when_its_time_budget_is_spent_and_says_so(tmp_pa
     out = capsys.readouterr().out
     assert "# search budget spent after" in out and "not fully searched: deep" in out
     assert "journal:" in out and "a-run" in out
+
+
+@pytest.mark.parametrize("branches", [5, 6])
+def test_rule_a_spent_search_budget_names_at_most_five_places_to_look(tmp_path, monkeypatch, branches):
+    """Side-by-side chains of 6 folders: at a second a folder the 20 s budget runs out on the
+    fourth level, with every branch still queued. Five are named; a sixth is only '…'."""
+    names = [f"b{i}" for i in range(branches)]
+    for n in names:
+        (tmp_path / n / "1" / "2" / "3" / "4" / "5").mkdir(parents=True)
+    monkeypatch.setattr(tree, "time", _Clock())
+    found = search_tree(str(tmp_path))
+    assert found.exhausted and found.unvisited == names
+    line = found.summary_lines()[-1]
+    listed = ", ".join(names[:5]) + (" …" if branches > 5 else "")
+    assert f"not fully searched: {listed} — name a sub-folder" in line
 
 
 # -- rank's "not reached" list: a run with no finite step (engines/runset.py) ----------------------
