@@ -19,8 +19,10 @@ the fast path takes over from the next block boundary on that grid. No chunk who
 ever read. Each stretch where no valid chunk starts is a `Damage` with its exact byte range; the
 records lost there are counted from the record numbers either side (every wandb writer numbers
 its records 1, 2, 3, …), and records after it that repeat records before it (a duplicated region)
-are dropped and counted. A torn tail — a live run caught mid-write — ends the read at the last
-whole record, with the bytes after it counted.
+are dropped and counted. A torn tail — the last chunk cut by the end of the file, or followed by
+nothing but zeros, or a record begun and never finished: a live run caught mid-write, or a writer
+stopped mid-record — ends the read at the last whole record, with the bytes after it counted. A
+last chunk that is whole but fails its CRC is damage, not a torn write.
 """
 
 from __future__ import annotations
@@ -459,7 +461,7 @@ def _careful(data: memoryview, arr: np.ndarray, n: int, pos: int, phase: int, ou
             return None  # zeros to the end of the file: padding, nothing begun
         q = next_chunk(data, arr, pos + 1, n)
         if q is None:
-            if end >= n or not arr[end:n].any():
+            if end > n or (end < n and not arr[end:n].any()):
                 out.torn_at = _after_padding(arr, pos, phase, certain, n)  # cut or half-written: torn
             else:
                 out.damage(_after_padding(arr, pos, phase, certain, n), n)

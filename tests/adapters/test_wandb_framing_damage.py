@@ -8,7 +8,8 @@ Where no valid chunk starts, the reader searches forward byte by byte for the ne
 one does; the bytes between are padding when they are zeros ending on the block grid (or fewer
 than a header), else a damaged stretch, counted to the byte. The grid is lost across damage and
 found again where a FIRST or MIDDLE chunk ends or a short zero gap ends. A chunk at the very end
-that is cut or followed by zeros only is a torn tail (a live run). Records cut by damage are
+that is cut or followed by zeros only is a torn tail (a live run); one that is whole but fails its
+CRC is damage. Records cut by damage are
 dropped; the records lost in a stretch are counted from the record numbers (`num`, field 1)
 either side, and records after a stretch that repeat, byte for byte, the kept record with the
 same number before it are dropped as a duplicated region.
@@ -94,7 +95,7 @@ def reference(data: bytes) -> tuple[list[bytes], dict]:
         q = next((q for q in range(pos + 1, n) if chunk_at(q)), None)
         if q is None:
             end = pos + HEAD + struct.unpack_from("<H", data, pos + 4)[0] if pos + HEAD <= n else n + 1
-            if end >= n or not any(data[end:]):
+            if end > n or (end < n and not any(data[end:])):
                 torn_at = start_of(pos, n)
             else:
                 items.append(("damage", start_of(pos, n), n))
