@@ -64,15 +64,19 @@ def _same_key(ours: str, theirs: str) -> bool:
 
 
 def _close(ours: float | None, theirs: float | None) -> bool:
-    """Our value is the file's: equal within float rounding, or — for a number a text file
-    printed with few digits (`0.02493`) while rundiff read the same quantity from a binary log
-    beside it (0.024926653…) — equal at the digits the file printed."""
+    """Our value is the file's: equal within float rounding, or — for one quantity a text file
+    printed with few digits (`0.02493`) and a binary log beside it kept whole (0.024926653…),
+    either of which rundiff may have read — equal at the digits the text printed."""
     if ours is None or theirs is None or not math.isfinite(ours):
         return (ours is None or not math.isfinite(ours)) and theirs is None
     if math.isclose(float(ours), float(theirs), rel_tol=1e-6, abs_tol=1e-9):
         return True
-    digits = len(re.sub(r"^[-+0.]+|e.*$|\.", "", repr(float(theirs)).lower()).rstrip("0")) or 1
-    return digits <= 6 and float(f"{float(ours):.{digits}g}") == float(theirs)
+    def digits(v: float) -> int:
+        return len(re.sub(r"^[-+0.]+|e.*$|\.", "", repr(float(v)).lower()).rstrip("0")) or 1
+
+    short, long_ = sorted((float(ours), float(theirs)), key=digits)
+    d = digits(short)  # the same quantity from two files: a text log's and a binary log's
+    return d <= 6 and float(f"{long_:.{d}g}") == short
 
 
 def _runs_found(tree: str) -> tuple[list[Any], str | None]:
@@ -124,20 +128,22 @@ def check_tree(slug: str) -> TreeResult:
         loc = exp["location"].rstrip("/")
         hit = places.get(loc)
         if hit is None:  # the run rundiff names by its file, a person by its folder (or back)
-            near = [p for p in places if p.startswith(loc + "/") or loc.startswith(p + "/")]
-            others = [e for e in want["runs"] if e is not exp and (
-                e["location"].startswith(loc + "/") or loc.startswith(e["location"] + "/"))]
-            if len(near) == 1 and not others:
+            near = [p for p in places if os.path.dirname(p.split("#")[0]) == loc
+                    or loc.startswith(p + "/")]
+            if len(near) == 1:
                 hit = places[near[0]]
         if hit is not None:
             matched[loc] = hit
     missing = [e["location"] for e in want["runs"] if e["location"].rstrip("/") not in matched]
-    extra = len(runs) - len({id(r) for r in matched.values()})
-    out.checks["runs"] = not missing and extra == 0 and len(matched) == len(want["runs"])
+    distinct = len({id(r) for r in matched.values()})
+    extra = len(runs) - distinct
+    merged = len(matched) - distinct  # one run of ours standing for several of theirs
+    out.checks["runs"] = not missing and extra == 0 and merged == 0
     if not out.checks["runs"]:
         out.why["runs"] = (f"{len(runs)} listed for {len(want['runs'])}"
                            + (f"; not found: {', '.join(missing[:3])}" if missing else "")
-                           + (f"; {extra} extra" if extra > 0 else ""))
+                           + (f"; {extra} extra" if extra > 0 else "")
+                           + (f"; {merged + 1} read as one" if merged else ""))
     # series
     total = good = 0
     bad: list[str] = []

@@ -46,6 +46,13 @@ def rundiff_sniff_path(path):
     if not os.path.exists(path):
         return None
     runs = find_runs(path, depth=2, limit=DETECT_LIMIT)
+    if not runs and os.path.isdir(path):
+        # deeper runs are the tree search's to find, folder by folder — except runs whose layout
+        # owns the TensorBoard files beside them (old YOLOv5 `runs/train/exp/`): claimed here, or
+        # the tb adapter would claim their `runs/` folder and read the events file alone
+        deeper = find_runs(path, depth=4, limit=DETECT_LIMIT)
+        if deeper and all(r.sniffs.get("owns_events") for r in deeper):
+            runs = deeper
     if not runs:
         return None
     from rundiff_core import Claim

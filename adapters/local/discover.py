@@ -14,6 +14,7 @@ import re
 
 from rundiff_core import SNIFF_ENTRIES, LayoutFolder, LayoutRun, walk_dirs
 
+from .detecting import DETECTING
 from .layouts.common import CONFIG_FILES  # noqa: F401  (re-exported: what configs are read)
 from .layouts.files import is_result_file  # noqa: F401  (project detection uses it)
 
@@ -62,6 +63,15 @@ def discover(root: str, depth: int = 4, limit: int | None = None,
              unread: dict[str, str] | None = None) -> list[RunSpec]:
     """Every run at or below `root` (a file is one run; a trackio database one per run), in
     path order; the files looked at and not understood go to `unread` ({path: their shape})."""
+    token = DETECTING.set(limit is not None)
+    try:
+        return _discover(root, depth, limit, unread)
+    finally:
+        DETECTING.reset(token)
+
+
+def _discover(root: str, depth: int, limit: int | None, unread: dict[str, str] | None
+              ) -> list[RunSpec]:
     if os.path.isfile(root):
         found = claim_file(root)
         if not found and unread is not None:

@@ -157,7 +157,7 @@ def column_lists(data: Any, encoding: str = "json") -> ColumnLists | None:
     # equal-length lists: two of 4+ values (epochs), three or more of any length, or two that
     # name a metric (`loss`, `val_acc`); two short lists are a config's pair (`mean`/`std` per
     # channel), not a history
-    named = any(_metric_like(k) for k in series)
+    named = any(metric_like(k) for k in series)
     if any((n >= 4 or named) and c >= 2 or c >= 3 for n, c in lengths.items()):
         return ColumnLists(series, other, encoding)
     if len(series) == 1 and lists == 1:
@@ -170,11 +170,12 @@ def column_lists(data: Any, encoding: str = "json") -> ColumnLists | None:
 
 
 _METRIC_WORDS = re.compile(r"(?:^|[_/])(?:loss|acc|accuracy|error|err|f1|auc|mae|mse|rmse|"
-                           r"reward|return|score|ppl|perplexity|bleu|iou|map)(?:$|[_/])|^val_|^lr$",
+                           r"reward|return|score|ppl|perplexity|bleu|iou|map|hit@?\d*|ndcg@?\d*|"
+                           r"recall|precision|top\d|mrr)(?:$|[_/])|^val_|^lr$",
                            re.I)
 
 
-def _metric_like(key: str) -> bool:
+def metric_like(key: str) -> bool:
     """A list whose key names a metric (`loss`, `val_acc`, `train/f1_score`)."""
     return bool(_METRIC_WORDS.search(key.rsplit("/", 1)[-1])) or key.lower().startswith("val")
 

@@ -223,7 +223,8 @@ def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
     history then needs no second read."""
     try:
         st = os.stat(path)
-        stamp = (path, st.st_size, st.st_mtime_ns, sniff.kind, sniff.headerless, len(sniff.comments))
+        stamp = (path, st.st_size, st.st_mtime_ns, sniff.kind, tuple(sniff.header),
+                 sniff.headerless, len(sniff.comments))
     except OSError:
         stamp = None
     hit = _RECENT.get(stamp) if stamp else None

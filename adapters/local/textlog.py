@@ -309,8 +309,14 @@ def _counted(records: list[Record]) -> Grammar | None:
     """Records with no step at all (`Train metrics: loss: 0.5 ; acc: 0.9`, once per epoch): a
     log when a record of 2+ fields repeats, or a labelled one (`Test metrics: …`) appears — each
     repeat of a key set is the next point (x = the record's count, 1-based)."""
+    # evidence without a step: fields written `key: value` / `key=value` (not loose words), and
+    # values that change between repeats (a warning printed twice is no metric)
+    records = [r for r in records if r.forms - {"key value"}]
     sigs = Counter(tuple(k for k, _ in r.pairs) for r in records)
-    repeated = any(len(sig) >= 2 and n >= 2 for sig, n in sigs.items())
+    values: dict[tuple[str, ...], set[tuple[float, ...]]] = {}
+    for r in records:
+        values.setdefault(tuple(k for k, _ in r.pairs), set()).add(tuple(v for _, v in r.pairs))
+    repeated = any(len(sig) >= 2 and n >= 2 and len(values[sig]) > 1 for sig, n in sigs.items())
     labelled = any(len(r.pairs) >= 2 and "label: key: value" in r.forms for r in records)
     if not repeated and not labelled:  # one `Test metrics: loss: 0.1 ; f1: 0.9` line is a result
         return None

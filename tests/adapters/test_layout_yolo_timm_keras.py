@@ -498,7 +498,7 @@ def test_keras_claims_by_content_and_steals_nothing(tmp_path):
     for name in [*files, "d2_metrics.json"]:
         assert module.claim_file(str(tmp_path / name)) is None, name
     assert module.claim(LayoutFolder(str(tmp_path), sorted(os.listdir(tmp_path)), [])) is None
-    # a history under any name, beside another log and a results file: all are listed
+    # a history under any name, beside another log and a results file: all are read
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "exp3-hist.json").write_text(json.dumps({"loss": [0.3, 0.2], "mae": [1.0, 0.9]}))
@@ -506,9 +506,13 @@ def test_keras_claims_by_content_and_steals_nothing(tmp_path):
     (mixed / "all_results.json").write_text(json.dumps({"loss": [1.0, 0.5], "val_loss": [1.0, 0.9]}))
     src = open_source(f"local:{mixed}")
     runs = {os.path.basename(src.load_run(r).meta["path"]): src.load_run(r) for r in src.list_runs()}
-    assert {k: r.meta["layout"] for k, r in runs.items()} == {"exp3-hist.json": "column-lists",
-                                                              "mixed": "files"}
-    assert sorted(runs["mixed"].meta["files"]) == ["all_results.json", "training_log.csv"]
+    # one folder, one run: the lists beside the run's table are a file of that run, and the two
+    # files' `loss` are kept apart, each named by its file
+    assert {k: r.meta["layout"] for k, r in runs.items()} == {"mixed": "files"}
+    assert sorted(runs["mixed"].meta["files"]) == ["all_results.json", "exp3-hist.json",
+                                                   "training_log.csv"]
+    assert {"exp3-hist/loss", "training_log/loss", "mae"} <= set(runs["mixed"].metric_keys())
+    assert runs["mixed"].point_count("exp3-hist/loss") == 2
 
 
 def test_keras_repr_string_is_never_evaluated(tmp_path):

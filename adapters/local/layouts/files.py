@@ -8,9 +8,10 @@ import os
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
 from ..lazy import pd
+from ..shape import ColumnLists
 from ..sniff import (
     SPLIT_NAMES,
     Sniff,
@@ -33,6 +34,19 @@ def is_result_file(name: str) -> bool:
     return name_matches(name.lower(), RESULT_PATTERNS)
 
 
+_SETTINGS = ("param", "config", "conf", "arg", "hparam", "hyper", "setting", "option", "cfg")
+
+
+def _results_like(data: Any, low_name: str) -> bool:
+    """A JSON object that holds results: its top-level values are numbers (at least two, and at
+    least 80% of them), and its name does not call it settings (`best_params.json`)."""
+    if not isinstance(data, dict) or any(word in low_name for word in _SETTINGS):
+        return False
+    top = list(data.values())  # final numbers sit at the top (`{"accuracy": 0.91, "loss": 0.3}`)
+    numbers = sum(1 for v in top if isinstance(v, int | float) and not isinstance(v, bool))
+    return numbers >= 2 and numbers >= 0.8 * len(top)
+
+
 def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = None
                 ) -> list[LayoutRun]:
     """Runs from a folder no named layout claims, each file taken by its shape
@@ -45,6 +59,9 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     table = LayoutRun(folder, "files", reason="")
     texts: list[LayoutRun] = []
     columns: list[LayoutRun] = []
+    docs: list[LayoutRun] = []  # documents, one per run (or a section each)
+    lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
+    found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
     for name in files:
         low = name.lower()
         path = os.path.join(folder, name)
@@ -65,8 +82,40 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
             columns.append(LayoutRun(path, "column-lists", [path], shape.detail, {path: shape.found}))
         elif shape.kind == "text":
             texts.append(LayoutRun(path, "text", [path], shape.detail, {path: shape.found}))
-        elif unread is not None and shape.kind != "document":
-            unread[path] = shape.detail
+        elif shape.kind == "document" and (sections := _sections(shape.found)):
+            docs.extend(LayoutRun(f"{path}#{k}", "files", [path], f"{name}: section {k!r} of "
+                                  f"{len(sections)} alike: a run each", {path: Document(k)})
+                        for k in sections)
+        elif shape.kind == "document" and _results_like(shape.found, low):
+            table.files.append(path)  # final numbers (`metrics_val_best_weights.json`): summary
+            found_numbers.append(path)
+        elif shape.kind == "document" and _holds_settings(shape.found):
+            docs.append(LayoutRun(path, "files", [path], f"{name}: a document of settings and "
+                                  "results", {path: Document(None)}))
+            lone[path] = shape.detail
+        elif unread is not None:
+            unread[path] = shape.detail + ("" if shape.kind != "document" else
+                                           ": neither numbers nor a config file by its name")
+    if len(columns) == 1 and any(isinstance(s, Sniff) and s.step for s in table.sniffs.values()):
+        # one file of per-epoch lists beside the run's table (`history.json` by `log.csv`): a
+        # file of that run, its lists read with the table's columns (same names kept apart)
+        (lists,) = columns
+        table.files.append(lists.path)
+        table.sniffs[lists.path] = lists.sniffs[lists.path]
+        columns = []
+    history_here = texts or columns or any(isinstance(s, Sniff) and s.step
+                                           for s in table.sniffs.values())
+    if history_here and docs:  # a run folder's reports (`test_report.json`) are that run's files
+        for d in docs:
+            if unread is not None:
+                unread[d.files[0]] = (lone.get(d.files[0]) or "JSON object of sections") + \
+                    ": a document beside the run's logs, not read"
+        docs = []
+    single = [d for d in docs if d.path in lone]
+    if len(single) == 1:  # one document of settings is a run's config dump, not a run
+        docs.remove(single[0])
+        if unread is not None:
+            unread[single[0].path] = lone[single[0].path] + ": settings with no sibling runs"
     launched = _launch_runs(table)
     if launched:  # a report table with no step beside the launches is none of them, nor a run
         flat = [p for p in table.files if isinstance(s := table.sniffs.get(p), Sniff)
@@ -74,33 +123,127 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         table.files = [p for p in table.files if p not in flat]
         for run in launched:
             run.sniffs["beside"] = flat
+    config = [n for n in files if n.lower() in CONFIG_FILES]
+    history = any(isinstance(s, Sniff) and one_row(p, s) is None for p, s in table.sniffs.items())
+    numbers = [p for p in table.files if p in found_numbers]
+    if numbers and len(numbers) == len(table.files) and not (texts or config or columns):
+        # final numbers alone in a folder (a downstream eval's summary): nothing else of a run
+        table.files = []
+        for p in numbers:
+            if unread is not None:
+                unread[p] = "JSON object of final numbers, with no log or config beside it " \
+                            f"(`rundiff ls local:{p}` reads it alone)"
+    if texts and (history or table.files and (len(texts) == 1 or config) or
+                  not table.files and len(texts) >= 2 and config):
+        # the folder's text logs are files of its run: beside a structured history, its console
+        # copy (`output.log`), not read again; beside final numbers or the config they ran with
+        # (`train.log`, `evaluate.log` by `params.json`, `metrics_val_best_weights.json`), read
+        table.files += [t.path for t in texts]
+        table.sniffs.update({t.path: TextFile(t.sniffs[t.path], read=not history) for t in texts})
+        texts = []
     specs = []
     if table.files:
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
-        if texts and any(isinstance(s, Sniff) for s in table.sniffs.values()):
-            # a structured history's stdout copy (`output.log`, `train.log`) is that run's
-            table.files += [t.path for t in texts]
-            table.sniffs.update({t.path: TextFile(t.sniffs[t.path], read=False) for t in texts})
-            texts = []
         specs.append(table)
-    if launched:
-        return specs + launched + columns + texts
-    if not specs and len(texts) >= 2 and (config := [n for n in files
-                                                    if n.lower() in CONFIG_FILES]):
-        # `train.log` and `evaluate.log` beside the `params.json` they ran with: one run's logs
-        table.files = [t.path for t in texts]
-        table.sniffs = {t.path: TextFile(t.sniffs[t.path], read=True) for t in texts}
-        table.reason = f"{len(texts)} text logs beside {config[0]}: one run"
-        return [table] + columns
-    return specs + columns + texts
+    return specs + launched + columns + texts + docs
+
+
+class Document(rundiff_core.PlainRecord):
+    """A JSON document that is one run (`section` None) or holds one run per top-level section
+    (`{"baseline": {…}, "resnet50": {…}}`): its settings are config, its measured numbers the
+    summary."""
+
+    __match_args__ = ("section",)
+
+    def __init__(self, section: str | None) -> None:
+        self.section = section
+
+
+#: Section names whose contents are settings, and whose contents are results.
+_SETTING_SECTIONS = ("config", "cfg", "params", "parameters", "args", "hparams", "hyperparameters",
+                     "settings", "options", "opt")
+_RESULT_SECTIONS = ("metrics", "results", "scores", "eval", "evaluation", "summary", "test", "val")
+
+
+def _sections(data: Any) -> list[str]:
+    """The top-level sections of a document that are alike runs: two or more objects sharing
+    most of their keys, and next to nothing else."""
+    if not isinstance(data, dict) or len(data) < 2:
+        return []
+    subs = {k: v for k, v in data.items() if isinstance(v, dict) and v}
+    if len(subs) < 2 or len(subs) < 0.8 * len(data):
+        return []
+    keys = [set(v) for v in subs.values()]
+    shared = set.intersection(*keys)
+    if len(shared) < 2 or any(len(shared) < 0.5 * len(k) for k in keys):
+        return []
+    return [str(k) for k in subs]
+
+
+def _holds_settings(data: Any) -> bool:
+    """A document with settings in it — a `config`/`args` section, or text or flag values beside
+    its numbers — not only final numbers."""
+    if not isinstance(data, dict):
+        return False
+    if any(str(k).lower() in _SETTING_SECTIONS and isinstance(v, dict) for k, v in data.items()):
+        return True
+    leaves = flatten(data, sep="/").values()
+    has_text = any(isinstance(v, str | bool) for v in leaves)
+    has_number = any(isinstance(v, int | float) and not isinstance(v, bool) for v in leaves)
+    return has_text and has_number
+
+
+def measured(key: str, value: Any) -> bool:
+    """A number a run measured rather than one it was set to: its key names a metric (`hit@10`,
+    `val_loss`, `macro_f1`), or it carries more digits than a person types (0.8055271506)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    from ..shape import metric_like
+
+    if metric_like(key):
+        return True
+    digits = len(repr(float(value)).lower().split("e")[0].replace("-", "").replace(".", "")
+                 .lstrip("0").rstrip("0"))
+    return digits >= 6
+
+
+def document_parts(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float], list[str]]:
+    """(config, summary, notes) of one run's document: `config`/`args` sections and set values are
+    config, `metrics`/`results` sections and measured numbers the summary; lists are named."""
+    config: dict[str, Any] = {}
+    summary: dict[str, float] = {}
+    lists: list[str] = []
+    for k, v in data.items():
+        low = str(k).lower()
+        if isinstance(v, dict) and low in _SETTING_SECTIONS:
+            config.update(flatten(v, sep="."))
+        elif isinstance(v, dict) and low in _RESULT_SECTIONS:
+            summary.update({f"{k}.{kk}": vv for kk, vv in flatten(v, sep=".").items()
+                            if isinstance(vv, int | float) and not isinstance(vv, bool)})
+        elif isinstance(v, list):
+            lists.append(str(k))
+        else:
+            for kk, vv in (flatten(v, sep=".") if isinstance(v, dict) else {k: v}).items():
+                if isinstance(vv, list):
+                    lists.append(str(kk))
+                elif measured(str(kk), vv):
+                    summary[str(kk)] = vv
+                else:
+                    config[str(kk)] = vv
+    notes = [f"{len(lists)} list(s) not read ({', '.join(lists[:4])}{' …' if len(lists) > 4 else ''})"
+             ] if lists else []
+    return config, summary, notes
 
 
 def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
     """A table that holds several launches (its x back at its start: a script run again, its
     log appended) leaves the folder's run: each launch is a run of its own, `FILE#1`, `FILE#2`."""
+    from ..detecting import DETECTING
     from ..sniff import launches
 
+    if DETECTING.get():
+        return []  # detection reads heads only; the listing finds the launches
     out = []
     for path, sniff in list(table.sniffs.items()):
         if not isinstance(sniff, Sniff) or one_row(path, sniff) is not None:
@@ -180,11 +323,31 @@ def _unstepped(spec: LayoutRun) -> dict[str, str]:
 
 def _folder(spec: LayoutRun) -> str:
     """The folder a run's config files sit in (a launch `FILE#2` and a file run: the file's)."""
-    path = spec.path.split("#", 1)[0] if "rows" in spec.sniffs else spec.path
+    path = spec.path.split("#", 1)[0] if "#" in spec.path and spec.files else spec.path
     return os.path.dirname(path) if os.path.isfile(path) else path
 
 
+def _document_meta(spec: LayoutRun) -> Meta:
+    out = Meta()
+    path = spec.files[0]
+    doc = spec.sniffs[path]
+    data = read_json(path, out.notes)
+    if isinstance(data, dict) and doc.section is not None:
+        data = data.get(doc.section)
+    if not isinstance(data, dict):
+        return out
+    config, out.summary, notes = document_parts(data)
+    out.config, out.meta = rundiff_core.split_metadata(config)
+    where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
+    out.notes.append(f"{where} (a document: one run) → {len(out.config)} setting(s) to config, "
+                     f"{len(out.summary)} measured number(s) to summary")
+    out.notes += [f"{where}: {n}" for n in notes]
+    return out
+
+
 def meta(spec: LayoutRun) -> Meta:
+    if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
+        return _document_meta(spec)
     out = Meta()
     out.config, out.notes = read_config_files(_folder(spec))
     if "rows" in spec.sniffs:
@@ -205,6 +368,9 @@ def meta(spec: LayoutRun) -> Meta:
                              "x = row index)")
             continue
         sniff = spec.sniffs.get(path)
+        if isinstance(sniff, ColumnLists):
+            out.notes.append(f"{base} (column lists beside the table) → history")
+            continue
         if isinstance(sniff, TextFile):
             if sniff.read:
                 out.notes.append(f"{base} ({sniff.grammar.describe()}) → history")
@@ -248,6 +414,8 @@ def meta(spec: LayoutRun) -> Meta:
 
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
+    if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
+        return rundiff_core.empty_history(), []  # a document holds final numbers, no curves
     frames, notes = [], []
     unstepped = _unstepped(spec)
     for path in spec.files:
@@ -260,6 +428,11 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             from ..textlog import read_text_log
 
             frame, more = read_text_log(path, sniff.grammar)
+        elif isinstance(sniff, ColumnLists):
+            from . import column_lists
+
+            frame, more = column_lists.history(LayoutRun(path, "column-lists", [path], "",
+                                                         {path: sniff}))
         elif isinstance(sniff, Sniff):
             if one_row(path, sniff) is not None:
                 continue
