@@ -95,9 +95,12 @@ class LogData:
     # read of the same bytes may trust them (`read_log(verified=…)`)
     verified: tuple[int, int, int, int] | None = None
     header_damaged: bool = False  # the 7-byte header is a few bits off, a valid chunk after it
+    # the file's stamp when read, damaged or not: `summary_payloads` hold while it keeps it (every
+    # record they point into was taken from CRC-checked chunks)
+    stamp: tuple[int, int, int, int] | None = None
     # summary records found or decoded one at a time (in `_record`, or flagged by the vector walk)
     summary_records_one_by_one: int = 0
-    # with `summary=False` on a log that framed clean: every summary payload as a (start, end)
+    # with `summary=False` (and the vector walk): every summary payload as a (start, end)
     # offset, in log order, so the fold later reads just those bytes (`fold_summary_at`): file
     # offsets, or past the file's end into the bytes of the records that spanned chunks, kept
     summary_payloads: tuple[np.ndarray, np.ndarray, bytes] | None = None
@@ -141,6 +144,7 @@ def read_log(path: str, *, vector: bool = True, history: bool = True, summary: b
     del raw
     log.stats = framed.stats
     log.verified = stamp if framed.clean else None
+    log.stamp = stamp
     _decode(framed, log, vector=vector, history=history, summary=summary)
     return log
 
@@ -168,7 +172,7 @@ def _decode(framed: Framed, log: LogData, *, vector: bool, history: bool = True,
         _summary_fold(buf, arr, summ_idx, sub_s, sub_e, summary_spans, log, vector=vector)
     else:
         log.summary_updates = None
-        if vector and framed.clean:
+        if vector:
             _rec, s, e = _summary_payloads(summ_idx, sub_s, sub_e, summary_spans)
             joined_end = max(int(e.max()) if e.size else 0, framed.file_size)
             log.summary_payloads = (s, e, bytes(buf[framed.file_size:joined_end]))
@@ -459,8 +463,8 @@ def fold_summary_at(path: str, payloads: tuple[np.ndarray, np.ndarray, bytes],
                     verified: tuple[int, int, int, int]) -> dict[tuple[str, ...], bytes | None] | None:
     """The summary fold of a log read earlier with `summary=False`, from its summary payloads'
     file offsets alone: no framing, no record types again. Only while the file has the stamp of
-    that read (which checked every chunk CRC clean); None otherwise, and the caller reads the log
-    again (`read_log(history=False)`).
+    that read (`LogData.stamp`: the payloads lie in chunks whose CRCs it checked, damaged log or
+    not); None otherwise, and the caller reads the log again (`read_log(history=False)`).
 
     The payloads are read a window of `FOLD_WINDOW` bytes at a time into one reused buffer, in
     log order, the records that spanned chunks (kept by the first read) where they fall: no

@@ -106,10 +106,10 @@ class WandbSource(BaseSource):
             return seg
         except OSError as exc:
             raise InputError(f"cannot read {log_path}: {exc.strerror}") from exc
-        verified = log.verified  # the closure keeps the stamp, not the decoded log
+        verified, read_at = log.verified, log.stamp  # the closure keeps the stamps, not the log
         payloads = log.summary_payloads  # the closure keeps their offsets, not the decoded log
         seg = assemble(log, folder,
-                       summary_loader=lambda: _fold_summary(log_path, verified, payloads))
+                       summary_loader=lambda: _fold_summary(log_path, verified, payloads, read_at))
         self._logs[log_path] = (stamp, seg)
         return seg
 
@@ -245,11 +245,14 @@ class WandbSource(BaseSource):
 
 
 def _fold_summary(log_path: str, verified: tuple[int, int, int, int] | None = None,
-                  payloads: tuple[Any, Any] | None = None) -> dict[str, Any]:
+                  payloads: tuple[Any, Any] | None = None,
+                  read_at: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
     """The summary, folded when first read: from the summary payloads the first read located, if
-    the file is still the one it checked; else by reading the log again."""
-    if payloads is not None and verified is not None:
-        updates = fold_summary_at(log_path, payloads, verified)
+    the file is still the one it read (`read_at`, damaged or not); else by reading the log again
+    (trusting its CRCs only if it framed clean then: `verified`)."""
+    stamp = read_at or verified
+    if payloads is not None and stamp is not None:
+        updates = fold_summary_at(log_path, payloads, stamp)
         if updates is not None:
             return summary_of(updates)
     log = read_log(log_path, history=False, verified=verified)

@@ -96,13 +96,16 @@ def _points(run) -> Counter:
 @pytest.mark.parametrize("source", ["current", "old-writer"])
 def test_damaged_log_keeps_what_the_damage_did_not_touch(current_run, tmp_path, source, kind, seed):
     folder = _sources(current_run)[source]
-    clean = _points(load_run(str(_copy(folder, tmp_path / "clean"))))
+    clean_run = load_run(str(_copy(folder, tmp_path / "clean")))
+    clean = _points(clean_run)
     data = Path(glob.glob(os.path.join(folder, "*.wandb"))[0]).read_bytes()
     damaged, _at = _damage(data, kind, seed)
     copy = _copy(folder, tmp_path / "damaged", damaged)
     before = hash_tree(copy)
     run = load_run(str(copy))
     got = _points(run)
+    summary = run.summary  # folded lazily from the offsets the damaged read found
+    assert summary == clean_run.summary or kind in ("flip8", "zero512"), (summary, clean_run.summary)
     assert hash_tree(copy) == before  # read-only
     assert not got - clean  # nothing that was not logged, nothing twice
     assert sum(got.values()) >= 0.9 * sum(clean.values()), (kind, seed)
@@ -160,7 +163,7 @@ def test_a_torn_end_says_killed_and_mid_file_damage_does_not(current_run, tmp_pa
 
     # damage that takes the exit record: the run's end cannot be told, and no one is blamed
     hit = bytearray(data)
-    hit[_exit_record(data) + 2] ^= 0x10
+    hit[_exit_record(data) - 1] ^= 0x10  # a bit of its type tag: the chunk CRC fails
     lost = _copy(folder, tmp_path / "lost", bytes(hit))
     run = load_run(str(lost))
     notes = " | ".join(run.fidelity)
