@@ -168,6 +168,8 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
             files = [path] + ([os.path.join(folder, f) for f in (RESULT, PARAMS, PROGRESS, ERROR)
                                if os.path.isfile(os.path.join(folder, f))] if folder else [])
             where = (f"its folder {os.path.basename(folder)}/ beside it" if folder else
+                     f"trial folder {dirname} without {RESULT} or {PROGRESS}" if dirname and
+                     os.path.isdir(os.path.join(exp, dirname)) else
                      f"trial folder {dirname or '(unnamed)'} not present")
             runs.append(LayoutRun(f"{path}#{label}", "raytune", files,
                                   f"Ray Tune experiment state: trial {t.trial_id or t.index} in "
@@ -537,14 +539,15 @@ def _state_meta(spec: LayoutRun) -> Meta:
     else:
         out.notes.append(f"trial folder {dirname or '(not named in the state)'} not present; "
                          "last_result only")
-    out.notes += t.notes
-    if t.config is not None:
+    config, last, notes = t.details()
+    out.notes += notes
+    if config is not None:
         from rundiff_core import opaque_config
 
         out.notes = [n for n in out.notes if not n.startswith((f"{PARAMS} → config",
                                                                 f"{PARAMS} unreadable"))]
         try:
-            out.config = flatten(opaque_config(t.config, out.notes, "the trial's config"))
+            out.config = flatten(opaque_config(config, out.notes, "the trial's config"))
         except RecursionError:
             out.notes.append(f"{state.name}: the trial's `config` is nested too deeply; not read")
         out.notes.append(f"{state.name}: the trial's `config` → config (nested keys joined with `.`)"
@@ -554,25 +557,25 @@ def _state_meta(spec: LayoutRun) -> Meta:
         out.notes.append(f"config from {PARAMS} in the trial folder (the state's is not readable)")
     folder_summary = dict(out.summary)
     try:
-        numbers, other = _summary(t.last_result) if t.last_result is not None else ({}, [])
+        numbers, other = _summary(last) if last is not None else ({}, [])
     except RecursionError:
         out.notes.append(f"{state.name}: the trial's `last_result` is nested too deeply; not read")
-        t.last_result = None
-    if t.last_result is not None:
+        last = None
+    if last is not None:
         out.summary = {**numbers, **folder_summary}
         out.notes.append(f"{state.name}: the trial's `last_result` → summary ({len(numbers)} number(s); "
                          "nested keys joined with `/`; not metrics: `config`, `pid`, `timestamp`"
                          + (f"; {len(other)} text/flag/list field(s) skipped" if other else "") + ")")
-        li, fi = t.last_result.get(X), (got.last or {}).get(X)
+        li, fi = last.get(X), (got.last or {}).get(X)
         if _is_number(li) and _is_number(fi) and li != fi:
             out.notes.append(f"the state's last_result is at {X} {li}, {RESULT}'s last row at {fi}"
                              " (the state was saved " + ("earlier)" if li < fi else "later)"))
         for k in ("trial_id", "experiment_id", "hostname", "date", "node_ip"):
-            v = t.last_result.get(k)
+            v = last.get(k)
             if isinstance(v, str) and v:
                 out.meta.setdefault(k, v)
-        if isinstance(t.last_result.get("timestamp"), int | float):
-            out.meta["last_result_time"] = t.last_result["timestamp"]
+        if isinstance(last.get("timestamp"), int | float):
+            out.meta["last_result_time"] = last["timestamp"]
     else:
         out.notes.append(f"{state.name}: the trial has no readable `last_result`; no summary")
     out.meta.update({k: v for k, v in t.meta.items() if k not in out.meta})
@@ -593,7 +596,7 @@ def _state_meta(spec: LayoutRun) -> Meta:
         out.notes.append(f"{state.name}: the trial has no status")
     if t.status == "ERROR" and not has_error:
         reason = str(t.meta.get("error_msg") or "")[:300]
-        step = (t.last_result or {}).get(X)
+        step = (last or {}).get(X)
         if reason:
             out.notes.append(f"{state.name}: the trial's error: {reason}")
         out.events.append(rundiff_core.RunEvent(

@@ -38,16 +38,19 @@ _B64_PICKLE = re.compile(r"^gA[JMNOSTU][A-Za-z0-9+/]*={0,2}$")  # base64 of b"\x
 _BLOB_KEYS = ("__pickled__", "_serialized", "__serialized__", "py/b64")
 _INTERNAL = ("cloudpickle", "ray.cloudpickle", "copyreg", "copy_reg", "builtins", "__builtin__",
              "_codecs", "collections")
-_CACHE_SIZE = 16
+_CACHE_SIZE = 512  # parsed state files kept per process (an experiment folder has one per launch)
+_CACHE_BYTES = 256 << 20  # … and at most this many bytes of them
 _STRING_OPS = ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8", "SHORT_BINSTRING",
                "BINSTRING", "STRING")
 
 
 class Trial:
-    """One trial entry of a state file: what Ray said about it, blobs made placeholders."""
+    """One trial entry of a state file: what a listing needs (id, name, status, folder names),
+    and its raw entry, from which `details()` reads its config and last result when a run is
+    read (a cached state keeps the entry's JSON text, not its parsed objects)."""
 
-    __slots__ = ("index", "trial_id", "trainable", "name", "status", "config", "last_result",
-                 "dirnames", "experiment_tag", "meta", "notes")
+    __slots__ = ("index", "trial_id", "trainable", "name", "status", "dirnames", "experiment_tag",
+                 "meta", "_src")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -55,16 +58,45 @@ class Trial:
         self.trainable: str | None = None
         self.name = ""
         self.status: str | None = None
-        self.config: dict[str, Any] | None = None
-        self.last_result: dict[str, Any] | None = None
         self.dirnames: list[str] = []  # where the trial folder may be, relative to the state file
         self.experiment_tag: str | None = None
         self.meta: dict[str, Any] = {}
-        self.notes: list[str] = []
+        self._src: tuple[Any, Any] = (None, None)
 
     @property
     def key(self) -> str:
         return self.trial_id or self.name
+
+    def details(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
+        """(config, last_result, notes): the trial's `config` and `last_result` (the run
+        metadata's when the entry is a pair), blobs made placeholders, parsed again from the
+        entry; a pickled config or last result is None with a note."""
+        first, runtime = self._src
+        raw = _decode(first)[1]
+        run = _decode(runtime)[1] if runtime is not None else None
+        if not isinstance(raw, dict):
+            return None, None, ["the trial's entry could not be read again"]
+        notes: list[str] = []
+        config = raw.get("config")
+        if isinstance(config, dict):  # its placeholders are counted by the config's own note
+            config = clean(config, Counter())
+        else:
+            if is_blob(config):
+                notes.append("the trial's `config` is pickled in the state file; not unpickled")
+            config = None
+        src = run if isinstance(run, dict) and "last_result" in run else raw
+        last = src.get("last_result")
+        counts: Counter[str] = Counter()
+        if isinstance(last, dict):  # its `config` is the trial's again: not a metric, not read
+            last = clean({k: v for k, v in last.items() if k != "config"}, counts)
+        else:
+            if is_blob(last):
+                notes.append("the trial's `last_result` is pickled in the state file; not unpickled")
+            last = None
+        note = _blob_note("the trial's last_result", counts)
+        if note:
+            notes.append(note)
+        return config, last, notes
 
 
 class State:
@@ -114,8 +146,10 @@ def load(path: str) -> State:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     state = parse(path, st.st_size)
-    if len(_cache) >= _CACHE_SIZE:
-        _cache.pop(next(iter(_cache)))
+    _cache.pop(path, None)
+    while _cache and (len(_cache) >= _CACHE_SIZE or
+                      sum(s[0][0] for s in _cache.values()) + st.st_size > _CACHE_BYTES):
+        _cache.pop(next(iter(_cache)))  # the oldest parsed first
     _cache[path] = (stamp, state)
     return state
 
@@ -265,54 +299,98 @@ def _blob_bytes(value: Any) -> bytes | None:
 
 
 def placeholder(value: Any) -> Any:
-    """What a blob is shown as: None for a pickled None (`80 05 4e 2e`), else
-    `<pickled module.Class>` naming the first class or function its pickle refers to (read with
-    pickletools' disassembler, no object built), else `<pickled object>`."""
+    """What a blob is shown as, read with pickletools' disassembler (no object built, nothing
+    imported) from its first 4 KiB: None for a pickled None (`80 05 4e 2e`); a numpy scalar's
+    number, decoded from its dtype and bytes (RLlib reports counters as `np.int64`); else
+    `<pickled module.Class>` naming the first class or function the pickle refers to; else
+    `<pickled object>`."""
     raw = _blob_bytes(value)
     if not raw:
         return "<pickled object>"
+    globals_, texts, blobs, ops = _scan(raw)
+    if [o for o in ops if o not in ("PROTO", "FRAME")] in (["NONE", "STOP"], ["NONE"]):
+        return None
+    if globals_ and globals_[0] in _NUMPY_SCALAR:
+        if not blobs and "_codecs.encode" in globals_:  # protocol 2: bytes as latin-1 text
+            i = next((i for i, t in enumerate(texts) if t in ("latin1", "latin-1")), 0)
+            if i > 0:
+                try:
+                    blobs = [texts[i - 1].encode("latin-1")]
+                except UnicodeEncodeError:
+                    pass
+        number = _numpy_scalar(texts, blobs)
+        if number is not None:
+            return number
+    for g in globals_:
+        module, _, name = g.rpartition(".")
+        got = _global(module, name)
+        if got:
+            return f"<pickled {got}>"
+    return "<pickled object>"
+
+
+_NUMPY_SCALAR = ("numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar")
+_DTYPES = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B",
+           "u2": "H", "u4": "I", "u8": "Q", "b1": "?"}
+
+
+def _scan(raw: bytes) -> tuple[list[str], list[str], list[bytes], list[str]]:
+    """The globals (`module.name`, in order), texts and byte strings a pickle's opcodes name,
+    and the opcodes: a string push, or a memo fetch of one, is tracked so STACK_GLOBAL's module
+    and name are known."""
     import pickletools
 
-    # what each push left on the stack, as far as names go: the text of a string push or of a
-    # memo fetch of one, else None (enough to see a GLOBAL / STACK_GLOBAL's module and name)
     stack: list[str | None] = []
-    memo: list[str | None] = []
+    memo: dict[int, str | None] = {}
+    globals_: list[str] = []
+    texts: list[str] = []
+    blobs: list[bytes] = []
     ops: list[str] = []
     try:
         for op, arg, _pos in pickletools.genops(raw):
             ops.append(op.name)
+            if len(ops) > 4000:
+                break
             if op.name == "GLOBAL" and isinstance(arg, str):
-                got = _global(*arg.split(" ", 1))
-                if got:
-                    return f"<pickled {got}>"
+                globals_.append(arg.replace(" ", "."))
                 stack.append(None)
-            elif op.name in _STRING_OPS:
-                stack.append(arg if isinstance(arg, str) else None)
+            elif op.name in _STRING_OPS and isinstance(arg, str):
+                texts.append(arg)
+                stack.append(arg)
+            elif op.name in ("SHORT_BINBYTES", "BINBYTES", "BINBYTES8") and isinstance(arg, bytes):
+                blobs.append(arg)
+                stack.append(None)
             elif op.name == "MEMOIZE":
-                memo.append(stack[-1] if stack else None)
-            elif op.name in ("BINPUT", "LONG_BINPUT", "PUT"):
-                idx = int(arg) if isinstance(arg, int | str) and str(arg).isdigit() else -1
-                if idx >= 0:
-                    memo.extend([None] * (idx + 1 - len(memo)))
-                    memo[idx] = stack[-1] if stack else None
-            elif op.name in ("BINGET", "LONG_BINGET", "GET"):
-                idx = int(arg) if isinstance(arg, int | str) and str(arg).isdigit() else -1
-                stack.append(memo[idx] if 0 <= idx < len(memo) else None)
+                memo[len(memo)] = stack[-1] if stack else None
+            elif op.name in ("BINPUT", "LONG_BINPUT", "PUT") and isinstance(arg, int):
+                memo[arg] = stack[-1] if stack else None
+            elif op.name in ("BINGET", "LONG_BINGET", "GET") and isinstance(arg, int):
+                stack.append(memo.get(arg))
             elif op.name == "STACK_GLOBAL":
                 module, name = (stack[-2], stack[-1]) if len(stack) >= 2 else (None, None)
-                got = _global(module, name) if module and name else None
-                if got:
-                    return f"<pickled {got}>"
+                if module and name:
+                    globals_.append(f"{module}.{name}")
                 stack.append(None)
             else:
                 stack.append(None)
-            if len(ops) > 4000:
-                break
-    except Exception:  # noqa: BLE001 - a cut or hostile pickle: the disassembler stops
+    except Exception:  # noqa: BLE001 - a cut or hostile pickle: the disassembler stops there
         pass
-    if [o for o in ops if o not in ("PROTO", "FRAME")] in (["NONE", "STOP"], ["NONE"]):
+    return globals_, texts, blobs, ops
+
+
+def _numpy_scalar(texts: list[str], blobs: list[bytes]) -> int | float | bool | None:
+    """`numpy.core.multiarray.scalar(dtype(code), bytes)`: the number its bytes hold."""
+    import struct
+
+    code = next((t for t in texts if t in _DTYPES), None)
+    order = next((t for t in texts if t in ("<", ">", "|", "=")), "<")
+    if code is None or len(blobs) != 1:
         return None
-    return "<pickled object>"
+    fmt = ("<" if order in ("|", "=") else order) + _DTYPES[code]
+    if struct.calcsize(fmt) != len(blobs[0]):
+        return None
+    value = struct.unpack(fmt, blobs[0])[0]
+    return bool(value) if code == "b1" else value
 
 
 def _global(module: str, name: str) -> str | None:
@@ -327,11 +405,14 @@ def clean(value: Any, counts: Counter[str], depth: int = 0) -> Any:
         return value
     if is_blob(value):
         shown = placeholder(value)
-        counts[str(shown)] += 1
+        counts["numpy scalar read as its number" if isinstance(shown, int | float)
+               else str(shown)] += 1
         return shown
     if isinstance(value, dict):
         return {k: clean(v, counts, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
+        if not any(isinstance(v, dict | list | str) for v in value):
+            return value  # numbers (hist_stats' per-episode lists): nothing to look into
         return [clean(v, counts, depth + 1) for v in value]
     return value
 
@@ -340,7 +421,8 @@ def _blob_note(what: str, counts: Counter[str]) -> str | None:
     if not counts:
         return None
     shown = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(counts.items()))
-    return f"{what}: {sum(counts.values())} pickled value(s) not unpickled, shown as placeholders ({shown})"
+    return (f"{what}: {sum(counts.values())} pickled value(s), never unpickled: read from their "
+            f"bytes or shown as placeholders ({shown})")
 
 
 # -- trials ----------------------------------------------------------------------------------------
@@ -383,7 +465,9 @@ def _read_entries(state: State, key: str, entries: list[Any]) -> None:
         kinds[kind] += 1
         if trial is None:
             continue
-        state.trials.append(_trial(index, trial, runtime))
+        t = _trial(index, trial, runtime)
+        t._src = (first, entry[1] if runtime is not None else None)
+        state.trials.append(t)
     state.structure = _structure(key, kinds)
     skipped = kinds["blob"] + kinds["bad"] + kinds["deep"]
     parts = [f"{state.name}: {state.structure}; {len(state.trials)} trial(s)"]
@@ -419,7 +503,6 @@ _META_KEYS = ("experiment_tag", "num_failures", "start_time", "error_msg", "erro
 
 def _trial(index: int, raw: dict[str, Any], runtime: dict[str, Any] | None) -> Trial:
     t = Trial(index)
-    counts: Counter[str] = Counter()
     tid = raw.get("trial_id")
     t.trial_id = str(tid) if isinstance(tid, str | int) and not isinstance(tid, bool) and str(tid) else None
     trainable = raw.get("trainable_name")
@@ -428,17 +511,6 @@ def _trial(index: int, raw: dict[str, Any], runtime: dict[str, Any] | None) -> T
     t.status = status if isinstance(status, str) else None
     tag = raw.get("experiment_tag")
     t.experiment_tag = str(tag) if isinstance(tag, str | int) and not isinstance(tag, bool) else None
-    config = raw.get("config")
-    if isinstance(config, dict):  # its placeholders are counted by the config's own note
-        t.config = clean(config, Counter())
-    elif is_blob(config):
-        t.notes.append("the trial's `config` is pickled (hex) in the state file; not unpickled")
-    src = runtime if isinstance(runtime, dict) and "last_result" in runtime else raw
-    last = src.get("last_result")
-    if isinstance(last, dict):
-        t.last_result = clean(last, counts)
-    elif is_blob(last):
-        t.notes.append("the trial's `last_result` is pickled (hex) in the state file; not unpickled")
     for k in _META_KEYS:
         for where in (runtime or {}, raw):
             v = where.get(k)
@@ -447,26 +519,24 @@ def _trial(index: int, raw: dict[str, Any], runtime: dict[str, Any] | None) -> T
                 t.meta.setdefault(k, v)
     params = raw.get("evaluated_params")
     if isinstance(params, dict) and params:
-        t.meta["evaluated_params"] = clean(params, counts)
+        t.meta["evaluated_params"] = clean(params, Counter())
     for k in _DIR_KEYS:
         v = raw.get(k)
         if isinstance(v, str) and v.strip() and not is_blob(v):
             t.dirnames.append(v.strip())
-    t.name = trial_name(t, raw)
-    note = _blob_note("trial state", counts)
-    if note:
-        t.notes.append(note)
+    config = raw.get("config")
+    env = config.get("env") if isinstance(config, dict) else None
+    t.name = trial_name(t, raw, placeholder(env) if is_blob(env) else env)
     return t
 
 
-def trial_name(t: Trial, raw: dict[str, Any]) -> str:
+def trial_name(t: Trial, raw: dict[str, Any], env: Any = None) -> str:
     """How Ray names the trial (`str(trial)`): its `custom_trial_name`, else
     `<trainable>[_<env>]_<trial_id>` (Ray ≤ 0.8: `_<experiment_tag>`), `/` made `_`."""
     custom = raw.get("custom_trial_name")
     if isinstance(custom, str) and custom.strip():
         return custom.strip().replace("/", "_")
     ident = t.trainable or "trial"
-    env = (t.config or {}).get("env")
     if isinstance(env, str) and env:
         if env.startswith("<pickled ") and env.endswith(">"):
             env = env[len("<pickled "):-1].rsplit(".", 1)[-1]  # a class: Ray uses its __name__
