@@ -198,6 +198,9 @@ class WandbSource(BaseSource):
         }
         if runinfo.get("branch_point"):
             meta["fork"] = runinfo["branch_point"]
+        damage = {os.path.basename(p): seg.info["log_damage"] for seg, p in parts if seg.info.get("log_damage")}
+        if damage:
+            meta["log_damage"] = damage  # per log: byte ranges, records lost, repeats dropped, shift
         run = Run(
             address=local.address,
             name=name,

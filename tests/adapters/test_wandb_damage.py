@@ -114,6 +114,8 @@ def test_damaged_log_keeps_what_the_damage_did_not_touch(current_run, tmp_path, 
     assert stretches, notes
     log = read_log(glob.glob(str(copy / "*.wandb"))[0])
     assert sum(d.size for d in log.stats.damage) == log.stats.corrupt_bytes > 0
+    told = run.meta["log_damage"][os.path.basename(glob.glob(str(copy / "*.wandb"))[0])]
+    assert [t["bytes"] for t in told] == [[list(r) for r in d.ranges] for d in log.stats.damage]
     for d in log.stats.damage[:DAMAGE_NOTES]:  # the rest in one sum
         assert f"bytes {d.ranges[0][0]:,}–{d.ranges[0][1]:,}" in notes
         if d.lost:
