@@ -249,6 +249,9 @@ def test_rule_student_tie_goes_to_the_first_run_given(tmp_path, capsys):
     assert d["student"]["address"] == str(a)
     assert d["student_reason"] == (f"no run is still training; the fewest steps (50); "
                                    f"tie with {b}, {c} → the first given")
+    d = _json(["compare", str(b), str(a)], capsys)
+    assert d["student"]["address"] == str(b)
+    assert d["student_reason"] == f"no run is still training; the fewest steps (50); tie with {a} → the first given"
 
 
 def test_rule_a_student_without_points_of_the_compared_metrics_is_refused(tmp_path, capsys):
@@ -331,9 +334,9 @@ def test_rule_deep_search_stops_when_its_time_budget_is_spent_and_says_so(tmp_pa
     assert found.exhausted and found.folders == MAX_SECONDS == 20
     assert found.seconds <= MAX_SECONDS + 2  # within the budget (one folder and the last read over)
     assert found.unvisited == ["deep"] and found.n_runs == 1  # the run found before is kept
-    line = found.summary_lines()[-1]
-    assert line.startswith(f"search budget spent after {found.folders} folders in ")
-    assert "not fully searched: deep" in line
+    assert found.summary_lines()[-1] == (
+        "search budget spent after 20 folders in 22.0 s; not fully searched: deep — name a "
+        "sub-folder or a scheme (scheme:PATH) to look there")
     # `rundiff ls` says it too, above the run it did find
     assert main(["ls", str(root), "--no-points"]) == 0
     out = capsys.readouterr().out
