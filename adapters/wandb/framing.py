@@ -250,10 +250,13 @@ def block_crc_failures(data: memoryview, cpos: np.ndarray, cend: np.ndarray, blk
 
 
 # -- the fast path: every block's chunk chain at once ----------------------------------------------
+WALK_BLOCKS = 2048  # blocks (64 MiB) walked at once: damage that moves the grid re-walks at most these
+
+
 class _Walk:
     """The chunk chains of the blocks on the grid `phase` (block starts ≡ phase mod BLOCK), from
-    the block holding `pos` (whose chain starts at `pos`) to the end of the file, followed in
-    parallel: step i reads the i-th header of every block. A block is bad when its chain breaks
+    the block holding `pos` (whose chain starts at `pos`), `WALK_BLOCKS` of them or to the end of
+    the file, followed in parallel: step i reads the i-th header of every block. A block is bad when its chain breaks
     (a chunk overrunning its block or the file, an unknown type, a non-zero tail or rest of block
     where padding belongs, a header cut by the end of the file) or, checked lazily by `next_bad`,
     when a chunk CRC fails."""
@@ -261,10 +264,12 @@ class _Walk:
     def __init__(self, data: memoryview, arr: np.ndarray, n: int, pos: int, phase: int, crc: bool):
         self.data, self.crc = data, crc
         k0 = (pos - phase) // BLOCK
-        nb = max(1, (n - 1 - phase) // BLOCK - k0 + 1)
+        nb = min(WALK_BLOCKS, max(1, (n - 1 - phase) // BLOCK - k0 + 1))
         block0 = phase + (k0 + np.arange(nb, dtype=np.int64)) * BLOCK
         self.block0 = block0
         self.nblocks = nb
+        self.start = pos  # where block 0's chain starts
+        self.end = int(block0[-1]) + BLOCK  # where the next walk starts
         at = block0.copy()
         at[0] = pos
         ok = np.ones(nb, dtype=bool)
@@ -498,11 +503,11 @@ def frame(raw: bytearray, n: int, *, crc: bool = True, fast: bool = True) -> Fra
     walk checks every CRC always. `fast=False` walks the whole file carefully (the reference the
     fast path is tested against).
 
-    The fast path (`_Walk`) follows every block's chunk chain at once and checks the CRCs of the
-    blocks in one go. The blocks up to the first bad one are taken as they are; the careful walk
+    The fast path (`_Walk`) follows the chunk chains of 64 MiB of blocks at once and checks their
+    CRCs in one go. The blocks up to the first bad one are taken as they are; the careful walk
     (`_careful`) reads from the start of the bad block until it is back in step at a block
     boundary, and the fast path resumes there — on the blocks already walked when the grid is
-    the same, else walking the rest of the file again on the grid found.
+    the same, else walking again from there on the grid found.
     """
     data = memoryview(raw)[:n]
     if n <= CHUNK_HEADER:
@@ -515,23 +520,22 @@ def frame(raw: bytearray, n: int, *, crc: bool = True, fast: bool = True) -> Fra
         _careful(data, arr, n, pos, phase, out, resume=False)
     while fast and pos < n:
         walk = _Walk(data, arr, n, pos, phase, crc)
-        i, regrid = 0, None
+        i, pos = 0, walk.end
         while i < walk.nblocks:
             j = walk.next_bad(i)
             out.add(*walk.chunks(i, j))
             if j == walk.nblocks:
                 break
-            got = _careful(data, arr, n, max(pos, int(walk.block0[j])), phase, out)
+            got = _careful(data, arr, n, max(walk.start, int(walk.block0[j])), phase, out)
             if got is None:
+                pos = n
                 break
             at, grid = got
             if grid != phase:
-                regrid = got
+                pos, phase = got
                 break
             i = (at - int(walk.block0[0])) // BLOCK
-        if regrid is None:
-            break
-        pos, phase = regrid
+            pos = max(walk.end, at)
     return _records(raw, n, data, out)
 
 

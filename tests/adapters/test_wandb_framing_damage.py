@@ -14,8 +14,9 @@ dropped; the records lost in a stretch are counted from the record numbers (`num
 either side, and records after a stretch that repeat, byte for byte, the kept record with the
 same number before it are dropped as a duplicated region.
 
-`frame` follows every block's chunk chain at once (vectorised), sends bad blocks to a careful
-chunk-by-chunk walk and resumes at the next block boundary on the grid found; `frame(fast=False)`
+`frame` follows the chunk chains of many blocks at once (vectorised), sends bad blocks to a
+careful chunk-by-chunk walk and resumes at the next block boundary on the grid found; it is run
+as it is and walking two blocks at a time (so window edges fall everywhere); `frame(fast=False)`
 walks the whole file carefully. Both must agree with `reference` — plain Python written from the
 rules, scanning byte by byte — on a log cut at many lengths, with bytes flipped, zeroed,
 inserted, removed and repeated.
@@ -213,6 +214,15 @@ def _careful(raw, n):
     return framing.frame(raw, n, fast=False)
 
 
+def _windowed(raw, n):
+    """The fast path walking two blocks at a time (64 MiB in use): window edges everywhere."""
+    saved, framing.WALK_BLOCKS = framing.WALK_BLOCKS, 2
+    try:
+        return framing.frame(raw, n)
+    finally:
+        framing.WALK_BLOCKS = saved
+
+
 def _record(num: int, size: int, rng) -> bytes:
     """A record as wandb numbers them (`num`, field 1, then the rest), of `size` bytes or more."""
     head = bytes([0x08]) + bytes(_varint(num))
@@ -239,7 +249,7 @@ RECORDS += [_record(len(RECORDS), BLOCK - 6 - (len(write_log(RECORDS)) % BLOCK) 
 RECORDS += [_record(len(RECORDS) + i, 50, rng) for i in range(200)]
 LOG = write_log(RECORDS)
 # the fast reader hands damage to the careful one; both are held to the reference
-READERS = {"fast": framing.frame, "careful": _careful}
+READERS = {"fast": framing.frame, "windowed": _windowed, "careful": _careful}
 
 
 def test_rule_a_clean_log_gives_every_record():
