@@ -60,7 +60,7 @@ def shape_of(path: str, head: bytes | None = None, *, text: bool = True) -> Shap
         return Shape("unknown", "empty file")
     if looks_binary(head):
         return Shape("unknown", "binary data")
-    table = sniff_table(path, head)
+    table = sniff_table(path, head) or _after_preamble(path, head)
     if table is not None and table.kind == "jsonl" and _one_document(head):
         table = None  # one JSON object on one line: a document or column lists, not records
     if table is not None:
@@ -79,6 +79,21 @@ def shape_of(path: str, head: bytes | None = None, *, text: bool = True) -> Shap
     if text and not path.lower().endswith((".json", ".csv", ".tsv", ".yaml", ".yml")):
         return text_shape(path)
     return Shape("unknown", "text, no table or records")
+
+
+def _after_preamble(path: str, head: bytes) -> Sniff | None:
+    """A table under a title (`weight/x.pth model testing on...` above `testset,accuracy,…`): up
+    to three leading lines that are no part of it are skipped as comments, and said so."""
+    lines = head.split(b"\n")
+    for k in (1, 2, 3):
+        if len(lines) <= k + 2 or not all(ln.strip() for ln in lines[:k]):
+            return None
+        found = sniff_table(path, b"\n".join(lines[k:]))
+        if found is not None and found.kind not in ("jsonl", "json"):
+            found.comments = [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines[:k]] \
+                + found.comments
+            return found
+    return None
 
 
 def _one_document(head: bytes) -> bool:

@@ -378,7 +378,8 @@ def _flatten_arrow(table: Any) -> Any:
 
 
 def _is_split_name(name: str) -> bool:
-    return norm_name(name) in SPLIT_NAMES
+    """A text column whose cells are kept: a split's labels or a key/step/value table's keys."""
+    return norm_name(name) in SPLIT_NAMES or _norm_key(name) in KEY_NAMES
 
 
 def _arrow_columns(table: Any, labels: bool = False) -> Columns:
@@ -519,7 +520,12 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
                 wall = cols.values[cols.names.index(match)] * scale
                 break
     columns = [c for c in cols.names if c not in (step, time_col)]
-    split, split_notes, told = _split_rows(cols, name)
+    named = _key_column(cols, columns)
+    if named is not None:  # `Step,Metric,Value` (a tbparse/export): each row names its key
+        split, split_notes, told = named
+        columns = [c for c in columns if _norm_key(c) in VALUE_NAMES] or columns
+    else:
+        split, split_notes, told = _split_rows(cols, name)
     # (key before prefix, values, valid): a long-format table gives one key per (label, column)
     series: list[tuple[str, np.ndarray, np.ndarray]] = []
     for c in columns:
@@ -531,7 +537,9 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
         for label, rows in split:
             ok = cols.valid[j] & rows
             if ok.any():
-                series.append((f"{label}/{key}" if label else key, cols.values[j], ok))
+                own = named is not None and len(columns) == 1  # the label is the key itself
+                series.append((label if own and label else f"{label}/{key}" if label else key,
+                               cols.values[j], ok))
     all_steps = bool(step_ok.all())
     dropped = 0 if all_steps else int((~step_ok).sum())
     no_wall = time_col is None
@@ -589,6 +597,37 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
     return frame, notes
 
 
+#: Text columns that name each row's metric in a key/step/value table, and the value column.
+KEY_NAMES = ("metric", "metricname", "name", "key", "tag", "variable", "series")
+VALUE_NAMES = ("value", "val", "values", "metricvalue", "y")
+
+
+def _norm_key(name: str) -> str:
+    return norm_name(name).replace("/", "")
+
+
+def _key_column(cols: Columns, columns: list[str]) -> tuple[list[tuple[str, np.ndarray]], list[str],
+                                                            set[str]] | None:
+    """A key/step/value table: a text column named like a metric's name (KEY_NAMES) and one
+    numeric value column (or one named VALUE_NAMES) — each row names the key its value is of."""
+    col = next((c for c in cols.labels if _norm_key(c) in KEY_NAMES), None)
+    if col is None:
+        return None
+    values = [c for c in columns if _norm_key(c) in VALUE_NAMES] or columns
+    if len(values) != 1:
+        return None
+    stripped = [c.strip() if isinstance(c, str) else "" for c in cols.labels[col]]
+    arr = np.asarray(stripped, dtype=object)
+    distinct = list(dict.fromkeys(c for c in stripped if c))
+    if not distinct:
+        return None
+    told = set(cols.labels)
+    note = (f"key/step/value table — `{col}` names each row's metric ({len(distinct)}: "
+            f"{', '.join(distinct[:4])}{' …' if len(distinct) > 4 else ''}), `{values[0]}` holds "
+            "its value")
+    return [(label, arr == label) for label in distinct], [note], told
+
+
 def _split_rows(cols: Columns, name: str) -> tuple[list[tuple[str, np.ndarray]] | None, list[str],
                                                   set[str]]:
     """Whether a text column named like a split (SPLIT_NAMES: `split`, `phase`, `stage`, `mode`,
@@ -600,6 +639,8 @@ def _split_rows(cols: Columns, name: str) -> tuple[list[tuple[str, np.ndarray]] 
     told: set[str] = set()
     chosen = None
     for col, cells in cols.labels.items():
+        if norm_name(col) not in SPLIT_NAMES:
+            continue  # a key column's cells, kept for a key/step/value table: no split
         told.add(col)
         stripped = [c.strip() if isinstance(c, str) else "" for c in cells]
         distinct = list(dict.fromkeys(c for c in stripped if c))

@@ -76,7 +76,8 @@ class LocalSource(BaseSource):
         base = os.path.dirname(self.root) if os.path.isfile(self.root) else self.root
         rel = os.path.relpath(spec.path, base)
         if "#" in spec.path and os.path.isfile(self.root):
-            rel = os.path.basename(spec.path)
+            file, _, selector = spec.path.partition("#")  # FILE#NAME: named within its file
+            rel = f"{os.path.basename(file)}#{selector}"
         run_id = rel if rel != "." else os.path.basename(spec.path)
         name = os.path.relpath(spec.path)
         return RunRef(run_id=run_id, address=f"local:{spec.path}",
@@ -163,11 +164,11 @@ class LocalSource(BaseSource):
         if run.seed is None:
             return None
         name = m.arm or strip_seed(os.path.splitext(base)[0] if spec.layout == "text" else base)
-        return (os.path.dirname(spec.path), spec.layout, name, arm_config_text(run))
+        return (_parent(spec.path), spec.layout, name, arm_config_text(run))
 
     def collection(self, ref: RunRef) -> str | None:
         """The run's parent folder, where rundiff looks for its seeds (engines.arms)."""
-        return f"local:{os.path.dirname(self._spec(ref).path)}"
+        return f"local:{_parent(self._spec(ref).path)}"
 
     def seed_siblings(self, ref: RunRef) -> list[RunRef]:
         """Runs of the same parent experiment whose arm configs are equal (`_arm_key`):
@@ -178,19 +179,27 @@ class LocalSource(BaseSource):
             return [ref]
         parent = key[0]
         pool = self.specs
-        if not any(os.path.dirname(p) == parent and p != spec.path for p in self.specs):
+        if not any(_parent(p) == parent and p != spec.path for p in self.specs):
             # the address named one run: its seeds are the runs beside it
             if not self._neighbours:
                 self._neighbours = {s.path: s for s in discover(parent, depth=1)
-                                    if os.path.dirname(s.path) == parent}
+                                    if _parent(s.path) == parent}
             pool = {**self._neighbours, **self.specs}
         out = []
         for path in sorted(pool):
             other = pool[path]
-            if os.path.dirname(path) != parent:
+            if _parent(path) != parent:
                 continue
             if path == spec.path:
                 out.append(ref)
             elif self._arm_key(other) == key:
                 out.append(self._ref(other))
         return out
+
+
+def _parent(path: str) -> str:
+    """The folder a run sits in: for a run within a file (`FILE.db#study/3`, `log.txt#2`), the
+    file itself, whose runs are its siblings."""
+    if "#" in path and not os.path.exists(path):
+        return path.split("#", 1)[0]
+    return os.path.dirname(path)

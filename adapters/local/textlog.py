@@ -182,6 +182,8 @@ class Grammar:
     long_form: bool = False
     forms: tuple[str, ...] = ()
     framework: str | None = None  # a key of FRAMEWORKS
+    #: (record lines, non-blank lines) in the sniffed sample, when the sniff counted them
+    share: tuple[int, int] | None = None
 
     def describe(self) -> str:
         if self.framework in FRAMEWORKS:
@@ -290,11 +292,14 @@ def sniff_text(path: str) -> Grammar | None:
         return framework
     triples = sum(1 for ln in nonblank if _TRIPLE.match(ln))
     if triples >= 2 and triples >= 0.8 * len(nonblank):
-        return Grammar(step=None, long_form=True)
+        return Grammar(step=None, long_form=True, share=(triples, len(nonblank)))
     records = [r for ln in nonblank if (r := parse_line(ln)) is not None]
     step = _step_key(records)
     if step is None:
-        return _counted(records)
+        counted = _counted(records)
+        if counted is not None:
+            counted.share = (sum(1 for r in records if r.forms - {"key value"}), len(nonblank))
+        return counted
     stepped = [r for r in records if any(k == step for k, _ in r.pairs)]
     if len(stepped) < 2 or all(len(r.pairs) < 2 for r in stepped) and len(
             {tuple(k for k, _ in r.pairs) for r in records}) < 2:
@@ -302,7 +307,8 @@ def sniff_text(path: str) -> Grammar | None:
     forms = sorted(set().union(*(r.forms for r in records)))
     disk = sum(1 for ln in nonblank if _TT_DISK.match(ln))
     return Grammar(step=step, forms=tuple(forms),
-                   framework="torchtune-disk" if step == "Step" and disk >= 2 else None)
+                   framework="torchtune-disk" if step == "Step" and disk >= 2 else None,
+                   share=(len(records), len(nonblank)))
 
 
 def _counted(records: list[Record]) -> Grammar | None:
@@ -327,6 +333,8 @@ def _counted(records: list[Record]) -> Grammar | None:
 def record_share(path: str, grammar: Grammar) -> tuple[int, int]:
     """(records, non-blank lines) of the grammar in the file's sniff sample (all of a file up to
     WHOLE_BYTES): how large a part of the file the grammar's records are."""
+    if grammar.share is not None:
+        return grammar.share
     lines = [ln for ln in (_sample(path) or []) if ln.strip()]
     if grammar.framework == "hf-dict":
         is_record = lambda ln: _dict_record(ln) is not None  # noqa: E731

@@ -243,10 +243,6 @@ def test_a_trial_is_addressable_and_diffable(store, capsys):
     assert hash_tree(db.parent) == before
 
 
-@pytest.mark.xfail(strict=True, reason="adapters/local/source.py takes os.path.dirname/basename "
-                   "of the whole run path: for FILE.db#study/3 that is FILE.db#study and 3, so "
-                   "run ids of one file's trials collide and a trial's seeds are searched in a "
-                   "folder that does not exist")
 def test_trials_of_one_config_are_seeds_of_one_arm(tmp_path, capsys):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     db = tmp_path / "seeds.db"

@@ -24,8 +24,18 @@ from ..sniff import (
 from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 
 RESULT_PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
-SNIFF_EXTS = {"", ".csv", ".tsv", ".txt", ".log", ".out", ".jsonl", ".ndjson", ".json", ".dat",
-              ".tab"}
+#: Extensions that are never a log (code, images, weights, archives, media, other readers'
+#: stores, config files read by name): every other file is sniffed by its content, under any
+#: name (`log.json.lst`, `train.out.1`, `metrics`).
+NOT_LOG_EXTS = {".py", ".pyc", ".ipynb", ".sh", ".bat", ".ps1", ".c", ".cpp", ".h", ".js", ".ts",
+                ".html", ".css", ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".tif", ".tiff",
+                ".webp", ".ico", ".pdf", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".npy", ".npz",
+                ".h5", ".hdf5", ".onnx", ".bin", ".safetensors", ".tflite", ".pb", ".joblib",
+                ".zip", ".gz", ".tar", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".whl", ".so", ".dll",
+                ".exe", ".mp4", ".avi", ".mov", ".mkv", ".wav", ".mp3", ".flac", ".parquet",
+                ".arrow", ".feather", ".db", ".sqlite", ".sqlite3", ".wandb", ".eval", ".yaml",
+                ".yml", ".toml", ".ini", ".cfg", ".lock", ".ds_store", ".pdparams", ".caffemodel",
+                ".xml", ".tex", ".bib", ".docx", ".xlsx", ".pptx", ".md", ".rst"}
 NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc.yaml", ".gitignore",
             "cout.txt", "model_summary.txt", "summary.txt"}
 
@@ -70,7 +80,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         if is_result_file(name):
             table.files.append(path)
             continue
-        if os.path.splitext(low)[1] not in SNIFF_EXTS:
+        if os.path.splitext(low)[1] in NOT_LOG_EXTS or low.startswith("events.out.tfevents"):
             continue
         head = read_head(path)
         text_ok = not low.endswith((".json", ".csv", ".tsv")) and may_be_text_log(head)
@@ -168,10 +178,12 @@ _RESULT_SECTIONS = ("metrics", "results", "scores", "eval", "evaluation", "summa
 
 def _sections(data: Any) -> list[str]:
     """The top-level sections of a document that are alike runs: two or more objects sharing
-    most of their keys, and next to nothing else."""
+    most of their keys, each holding measured numbers, and next to nothing else."""
     if not isinstance(data, dict) or len(data) < 2:
         return []
-    subs = {k: v for k, v in data.items() if isinstance(v, dict) and v}
+    subs = {k: v for k, v in data.items() if isinstance(v, dict) and sum(
+        1 for x in flatten(v, sep="/").values()
+        if isinstance(x, int | float) and not isinstance(x, bool)) >= 2}
     if len(subs) < 2 or len(subs) < 0.8 * len(data):
         return []
     keys = [set(v) for v in subs.values()]
