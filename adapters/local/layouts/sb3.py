@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -10,7 +11,7 @@ import rundiff_core  # the data model (numpy) loads when a log is read, not to s
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import np, pd
-from ..sniff import read_columns, read_head, read_table, sniff_table
+from ..sniff import read_head
 from .common import Meta, read_json, read_yaml, subdirs
 
 
@@ -68,7 +69,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     frames, notes = [], []
     progress = os.path.join(spec.path, "progress.csv")
     if progress in spec.files:
-        f, n = read_table(progress, step="time/total_timesteps")
+        f, n = progress_history(progress)
         frames.append(f)
         notes += n
     monitors = sorted(f for f in spec.files if f.endswith("monitor.csv"))
@@ -80,47 +81,264 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     return (pd.concat(frames, ignore_index=True) if frames else rundiff_core.empty_history()), notes
 
 
+# -- reading a CSV a damaged line or cell at a time ------------------------------------------------
+class Table:
+    """A CSV's numeric columns: `values` (float64), `valid` (the cell holds a number — `nan` and
+    `inf` written out count), the 1-based `line` of each row, and what was skipped, said in
+    `notes`: lines with the wrong number of cells (a half-written last line), cells that are not
+    numbers, columns with no number at all."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.values: list[np.ndarray] = []
+        self.valid: list[np.ndarray] = []
+        self.line = np.empty(0, dtype=np.int64)
+        self.text: list[str] = []
+        self.notes: list[str] = []
+
+    def column(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        if name not in self.names:
+            return None
+        j = self.names.index(name)
+        return self.values[j], self.valid[j]
+
+    @property
+    def rows(self) -> int:
+        return int(self.line.size)
+
+
+_NUMBERS = {"nan": math.nan, "+nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
+            "-inf": -math.inf, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
+
+
+def _number(cell: str) -> float | None:
+    """A cell's number (None: empty or not a number)."""
+    text = cell.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return _NUMBERS.get(text.lower())
+
+
+def read_csv(path: str) -> Table | None:
+    """A comma-separated log with a header line (after `#` comment lines), every row that has as
+    many cells as the header; None when the file has no header line. Never drops the file for a
+    bad line or cell: each is skipped and counted, with its line number, in `Table.notes`. A last
+    line without its line end is a line still being written (a live run's normal state): skipped
+    and said so."""
+    name = os.path.basename(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        table = Table([])
+        table.notes.append(f"{name}: unreadable ({exc.strerror}); skipped")
+        return table
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    partial = lines.pop() if lines else ""  # after the last line end: a line being written
+    first = 0
+    while first < len(lines) and (lines[first].startswith("#") or not lines[first].strip()):
+        first += 1
+    if first >= len(lines):
+        return None
+    header = [h.strip() for h in _cells(lines[first].rstrip("\r"))]
+    table = Table(header)
+    width = len(header)
+    cells: list[list[str]] = []
+    line_no: list[int] = []
+    ragged: list[tuple[int, str, int]] = []
+    for i in range(first + 1, len(lines)):
+        raw = lines[i].rstrip("\r")
+        if not raw.strip():
+            continue
+        row = _cells(raw)
+        if len(row) != width:
+            ragged.append((i + 1, raw, len(row)))
+            continue
+        cells.append(row)
+        line_no.append(i + 1)
+    table.line = np.asarray(line_no, dtype=np.int64)
+    if ragged:
+        shown = "; ".join(f"line {n}: {len(c)} of {width} cells ({_quote(t)})" for n, t, c in
+                          ((n, t, _cells(t)) for n, t, _w in ragged[:3]))
+        more = f" and {len(ragged) - 3} more" if len(ragged) > 3 else ""
+        table.notes.append(f"{name}: {len(ragged)} line(s) with the wrong number of cells skipped ({shown}{more})")
+    if partial.strip():
+        table.notes.append(f"{name}: the last line ({_quote(partial)}, line {len(lines) + 1}) has no line "
+                           "end yet — half-written, as a live run's last line is; skipped")
+    bad: list[tuple[int, str, str]] = []  # (line, column, cell)
+    for j, col in enumerate(header):
+        vals = np.full(len(cells), np.nan)
+        ok = np.zeros(len(cells), dtype=bool)
+        wrong: list[int] = []
+        for r, row in enumerate(cells):
+            v = _number(row[j])
+            if v is not None:
+                vals[r], ok[r] = v, True
+            elif row[j].strip():
+                wrong.append(r)
+        if wrong and not ok.any():
+            table.text.append(col)  # a text column, not numbers with damage
+            continue
+        bad += [(line_no[r], col, cells[r][j]) for r in wrong]
+        table.values.append(vals)
+        table.valid.append(ok)
+    table.names = [h for h in header if h not in table.text]
+    if bad:
+        bad.sort()
+        shown = "; ".join(f"line {n} {c}={_quote(v)}" for n, c, v in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        table.notes.append(f"{name}: {len(bad)} cell(s) not a number skipped ({shown}{more})")
+    return table
+
+
+def _cells(line: str) -> list[str]:
+    if '"' not in line:
+        return line.split(",")
+    import csv
+
+    return next(csv.reader([line]), [])
+
+
+def _quote(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def progress_history(path: str) -> tuple[pd.DataFrame, list[str]]:
+    """SB3's `progress.csv` (its CSV logger: one row per dump, a header rewritten as keys appear)
+    into the long history, x = time/total_timesteps. Empty cells are not points; logged
+    `nan`/`inf` are; a row whose x is empty, not a number, NaN or infinite gives no points, counted."""
+    name = os.path.basename(path)
+    table = read_csv(path)
+    if table is None:
+        return rundiff_core.empty_history(), [f"{name}: no header line; skipped"]
+    from ..columns import Columns
+    from ..sniff import to_long
+
+    notes = list(table.notes)
+    step = STEP if STEP in table.names else None
+    if step is not None:
+        x, ok = table.column(step)
+        bad_x = ok & ~np.isfinite(x)
+        if bad_x.any():
+            lines = table.line[bad_x].tolist()
+            notes.append(f"{name}: {len(lines)} row(s) whose {step} is {_kinds(x[bad_x])} skipped "
+                         f"(line {', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}): "
+                         "an x that is not a finite number places no point")
+            j = table.names.index(step)
+            table.valid[j] = ok & np.isfinite(x)
+    cols = Columns(table.names, table.values, table.valid, table.text, table.rows)
+    frame, more = to_long(cols, name, step=step, described="CSV")
+    return frame, notes + more
+
+
+STEP = "time/total_timesteps"
+
+
+def _kinds(values: np.ndarray) -> str:
+    kinds = sorted({"NaN" if math.isnan(v) else "infinite" for v in values.tolist()})
+    return " or ".join(kinds)
+
+
 def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """SB3 Monitor files of one run (one per parallel env) merged into episode series.
 
     x is the env steps done when each episode ended, summed over envs in end-time order (the
-    `t` column is seconds since the file's `t_start`, so end time = t_start + t).
+    `t` column is seconds since the file's `t_start`, so end time = t_start + t). A bad line or
+    cell costs its own episode or point, never the file: an episode whose time is empty, not a
+    number, NaN or infinite gives no points and is never a sort key — its steps still count in
+    x, right after the episode before it in its file (a Monitor file is written in order); one
+    whose length is unreadable gives no points and its steps cannot count; a bad reward loses
+    the reward point alone.
     """
     notes: list[str] = []
-    ends, rewards, lengths = [], [], []
+    ends, keys, rewards, lengths, r_ok, l_ok, t_ok = [], [], [], [], [], [], []
+    files = 0
     for p in paths:
+        name = os.path.basename(p)
         head = read_head(p, 4096).split(b"\n", 1)[0]
         t_start = 0.0
         try:
             t_start = float(json.loads(head[1:]).get("t_start", 0.0)) if head.startswith(b"#") else 0.0
         except (ValueError, AttributeError, TypeError):
-            notes.append(f"{os.path.basename(p)}: comment line is not JSON; times relative")
-        sniff = sniff_table(p)
-        if sniff is None:
-            notes.append(f"{os.path.basename(p)}: not a Monitor CSV; skipped")
+            notes.append(f"{name}: comment line is not JSON; times relative")
+        if not math.isfinite(t_start):
+            notes.append(f"{name}: t_start is not a finite number; times relative")
+            t_start = 0.0
+        table = read_csv(p)
+        if table is None:
+            notes.append(f"{name}: no header line; not a Monitor CSV; skipped")
             continue
-        cols, more = read_columns(p, sniff)
-        notes += more
-        named = dict(zip(cols.names, zip(cols.values, cols.valid, strict=True), strict=True))
-        if not {"r", "l", "t"} <= set(named):
-            notes.append(f"{os.path.basename(p)}: lacks r,l,t columns; skipped")
+        cols = {c: table.column(c) for c in ("r", "l", "t")}
+        if any(v is None for v in cols.values()):
+            notes.append(f"{name}: lacks r,l,t columns; skipped")
             continue
-        ok = named["r"][1] & named["l"][1] & named["t"][1]
-        ends.append(named["t"][0][ok] + t_start)
-        rewards.append(named["r"][0][ok])
-        lengths.append(named["l"][0][ok])
+        notes += table.notes
+        (r, rv), (ln, lv), (t, tv) = cols["r"], cols["l"], cols["t"]
+        good_t = tv & np.isfinite(t)
+        good_l = lv & np.isfinite(ln) & (ln >= 0)
+        if (~good_t).any():
+            lines = table.line[~good_t].tolist()
+            kinds = _cell_kinds(t[~good_t], tv[~good_t])
+            notes.append(f"{name}: {len(lines)} episode(s) whose time t is {kinds} skipped (line "
+                         f"{', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}); a time "
+                         "that is not a finite number is never a sort key: each one's steps still "
+                         "count in x, after the episode before it in this file")
+        lost_l = ~good_l & good_t
+        if lost_l.any():
+            lines = table.line[lost_l].tolist()
+            notes.append(f"{name}: {len(lines)} episode(s) whose length l is {_cell_kinds(ln[lost_l], lv[lost_l])} "
+                         f"skipped (line {', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}); "
+                         "their steps are unknown, so x after them is short by that many")
+        # the sort key: the end time, or for an episode without one, the last end time before it
+        end = np.where(good_t, t + t_start, np.nan)
+        key = end.copy()
+        if (~good_t).any():
+            idx = np.where(good_t, np.arange(end.size), -1)
+            np.maximum.accumulate(idx, out=idx)
+            key = np.where(idx >= 0, end[np.maximum(idx, 0)], -np.inf)
+        ends.append(end)
+        keys.append(key)
+        rewards.append(r)
+        lengths.append(ln)
+        r_ok.append(rv)
+        l_ok.append(good_l)
+        t_ok.append(good_t)
+        files += 1
     if not ends:
         return rundiff_core.empty_history(), notes
-    end = np.concatenate(ends)
-    order = np.argsort(end, kind="stable")
-    end, r, ln = end[order], np.concatenate(rewards)[order], np.concatenate(lengths)[order]
-    step = np.cumsum(ln)
-    n = len(end)
-    key = pd.Categorical.from_codes(np.repeat(np.array([0, 1], dtype=np.int32), n),
-                                    categories=["episode/reward", "episode/length"])
-    frame = rundiff_core.make_history(np.concatenate([step, step]), key, np.concatenate([r, ln]),
-                         np.concatenate([end, end]))
-    notes.append(f"{len(paths)} Monitor file(s) read as CSV after their JSON comment line; "
-                 f"{n} episodes; x = env steps summed over envs at each episode's end "
-                 "(unfinished episodes are never written)")
+    key = np.concatenate(keys)
+    order = np.argsort(key, kind="stable")
+    end, r, ln = np.concatenate(ends)[order], np.concatenate(rewards)[order], np.concatenate(lengths)[order]
+    rv, lv, tv = np.concatenate(r_ok)[order], np.concatenate(l_ok)[order], np.concatenate(t_ok)[order]
+    step = np.cumsum(np.where(lv, ln, 0.0))
+    has_x = tv & lv
+    rew = has_x & rv
+    n_r, n_l = int(rew.sum()), int(has_x.sum())
+    codes = np.concatenate([np.zeros(n_r, dtype=np.int32), np.ones(n_l, dtype=np.int32)])
+    key_cat = pd.Categorical.from_codes(codes, categories=["episode/reward", "episode/length"])
+    frame = rundiff_core.make_history(np.concatenate([step[rew], step[has_x]]), key_cat,
+                                      np.concatenate([r[rew], ln[has_x]]),
+                                      np.concatenate([end[rew], end[has_x]]))
+    total = int(end.size)
+    skipped = total - n_l
+    notes.append(f"{files} Monitor file(s) read as CSV after their JSON comment line; {total} episodes"
+                 + (f" ({skipped} of them without points, above)" if skipped else "")
+                 + "; x = env steps summed over envs at each episode's end (unfinished episodes "
+                 "are never written)")
+    if n_l - n_r:
+        notes.append(f"{n_l - n_r} episode(s) whose reward r is not a number: their reward point "
+                     "skipped, their length kept")
     return frame, notes
+
+
+def _cell_kinds(values: np.ndarray, valid: np.ndarray) -> str:
+    kinds = set()
+    for v, ok in zip(values.tolist(), valid.tolist(), strict=True):
+        kinds.add(("NaN" if math.isnan(v) else "infinite" if math.isinf(v) else "negative") if ok
+                  else "empty or not a number")
+    return " or ".join(sorted(kinds))
