@@ -1,10 +1,17 @@
 """HF Trainer output folders: `trainer_state.json`, its `checkpoint-*/` and `last-checkpoint/`
-snapshots (one run: the newest state is read, the snapshots are prefixes of it)."""
+snapshots (one run: the newest state is read, the snapshots are prefixes of it).
+
+A state file that does not parse costs only what its damage touched: the newest intact snapshot
+is read instead, with the damaged file's readable `log_history` entries after the snapshot's
+last step added; with no intact snapshot, the damaged file's readable entries — every entry
+before the damage, and every whole entry after it — are read. Both are said in a note."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from typing import Any
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
@@ -64,29 +71,291 @@ _HF_STATE_SUMMARY = ("best_metric", "best_global_step", "best_model_checkpoint",
                      "epoch", "total_flos")
 
 
-def state_path(spec: LayoutRun) -> tuple[str, str]:
-    """The newest trainer_state.json of a Trainer output folder, and why it was chosen."""
+def _candidates(spec: LayoutRun) -> list[tuple[float, int, str, str]]:
+    """(global_step, 1 for the root file, path, label) of every trainer_state.json of the run,
+    newest first (the root file before a snapshot of the same step)."""
     if os.path.isfile(spec.path):
-        return spec.path, "the given file"
+        return [(_global_step(spec.path), 1, spec.path, "the given file")]
     root = os.path.join(spec.path, "trainer_state.json")
     try:
         dirs = [d for d in os.listdir(spec.path) if os.path.isdir(os.path.join(spec.path, d))]
     except OSError:
         dirs = []
-    ckpts = checkpoints(spec.path, dirs)
-    candidates = [(p, os.path.join(p, "trainer_state.json")) for _, p in ckpts]
-    best = None
-    if os.path.isfile(root):
-        best = (_global_step(root), 1, root, "trainer_state.json")
-    for folder, path in candidates:
-        key = (_global_step(path), 0, path, f"{os.path.basename(folder)}/trainer_state.json")
-        if best is None or key[:2] > best[:2]:
-            best = key
-    assert best is not None
-    others = {os.path.basename(f) for f, _ in candidates} - {os.path.dirname(best[3])}
-    why = f"{best[3]} (global_step {best[0]:g}"
+    out = [(_global_step(root), 1, root, "trainer_state.json")] if os.path.isfile(root) else []
+    for _, folder in checkpoints(spec.path, dirs):
+        path = os.path.join(folder, "trainer_state.json")
+        out.append((_global_step(path), 0, path, f"{os.path.basename(folder)}/trainer_state.json"))
+    return sorted(out, key=lambda c: c[:2], reverse=True)
+
+
+def state_path(spec: LayoutRun) -> tuple[str, str]:
+    """The newest trainer_state.json of a Trainer output folder, and why it was chosen."""
+    cands = _candidates(spec)
+    assert cands
+    step, _root, path, label = cands[0]
+    if label == "the given file":
+        return path, label
+    others = {os.path.dirname(c[3]) for c in cands[1:] if c[3] != "trainer_state.json"}
+    why = f"{label} (global_step {step:g}"
     why += f"; {_snapshots(others)} of the same run not read again)" if others else ")"
-    return best[2], why
+    return path, why
+
+
+class State:
+    """The state a run is read from: `data` (its keys; `log_history` the entries read), the file
+    read and why, and the notes on damage: which file did not parse, what was read instead."""
+
+    def __init__(self, data: dict[str, Any], path: str, why: str, notes: list[str]) -> None:
+        self.data, self.path, self.why, self.notes = data, path, why, notes
+
+
+_STATES: dict[tuple, State] = {}  # by the stamps of every candidate: meta and history read once
+
+
+def load_state(spec: LayoutRun) -> State | None:
+    """The run's state: the newest trainer_state.json that parses; when a newer one does not,
+    the newest intact copy plus the damaged files' readable entries after its last step; when
+    none parses, the readable entries of the newest damaged file. None when nothing is readable."""
+    cands = _candidates(spec)
+    if not cands:
+        return None
+    try:
+        stamp = tuple((c[2], os.stat(c[2]).st_mtime_ns, os.stat(c[2]).st_size) for c in cands)
+    except OSError:
+        stamp = None
+    if stamp is not None and stamp in _STATES:
+        return _STATES[stamp]
+    state = _load_state(spec, cands)
+    if stamp is not None and state is not None:
+        if len(_STATES) >= 8:
+            _STATES.pop(next(iter(_STATES)))
+        _STATES[stamp] = state
+    return state
+
+
+def _load_state(spec: LayoutRun, cands: list[tuple[float, int, str, str]]) -> State | None:
+    damaged: list[tuple[str, Salvage]] = []
+    notes: list[str] = []
+    for i, (step, _root, path, label) in enumerate(cands):
+        data, problem = _parse(path)
+        if data is not None:
+            why = state_path(spec)[1] if i == 0 else (
+                f"{label} (global_step {step:g}), the newest intact copy")
+            repeats = _drop_repeats(data)
+            if repeats:
+                notes.append(f"{label}: {repeats} log_history entr{'y' if repeats == 1 else 'ies'} "
+                             "equal to an earlier one dropped (HF writes no entry twice: a repeated "
+                             "region of the file)")
+            if damaged:
+                _add_after(data, damaged, label, notes)
+            return State(data, path, why, notes)
+        salvage = _salvage(path)
+        salvage.problem = problem
+        damaged.append((label, salvage))
+    if not damaged:
+        return None
+    label, best = next(((lb, sv) for lb, sv in damaged if sv.entries), damaged[0])
+    path = next(c[2] for c in cands if c[3] == label)
+    others = [lb for lb, _ in damaged if lb != label]
+    note = (f"{label}: {best.problem}; "
+            + (f"no intact copy beside it ({', '.join(others)} damaged too)" if others else
+               "no intact copy beside it")
+            + f"; read its readable part: {best.describe()}")
+    data = dict(best.top)
+    data["log_history"] = best.entries
+    return State(data, path, f"the readable part of {label}", [note])
+
+
+def _parse(path: str) -> tuple[dict[str, Any] | None, str]:
+    """The state file's document, or None and why it is not one."""
+    try:
+        if os.path.getsize(path) > MAX_STATE_BYTES:
+            return None, f"larger than {MAX_STATE_BYTES >> 20} MiB; not read"
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, f"not valid JSON (a byte that is not UTF-8 at byte {exc.start:,} of {len(raw):,})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
+    except ValueError as exc:
+        where = f", byte {exc.pos:,} of {len(raw):,}" if isinstance(exc, json.JSONDecodeError) else ""
+        return None, f"not valid JSON ({getattr(exc, 'msg', str(exc))[:60]}{where})"
+    if not isinstance(data, dict):
+        return None, f"not a JSON object but a {type(data).__name__}"
+    if not isinstance(data.get("log_history", []), list):
+        return None, "its log_history is not a list"
+    return data, ""
+
+
+MAX_STATE_BYTES = 512 << 20
+
+
+def _add_after(data: dict[str, Any], damaged: list[tuple[str, Salvage]], label: str,
+               notes: list[str]) -> None:
+    """The intact copy `data` (of `label`) read instead of the newer damaged files: the entries
+    they hold after its last step are added, and said."""
+    rows = [r for r in data.get("log_history") or [] if isinstance(r, dict)]
+    last = max((r["step"] for r in rows if _is_step(r.get("step"))), default=None)
+    for name, salvage in damaged:
+        later = [r for r in salvage.entries if _is_step(r.get("step")) and (last is None or r["step"] > last)]
+        text = (f"{name}: {salvage.problem}; read {label}, the newest intact copy ({len(rows)} "
+                "log_history entries)")
+        if later:
+            lo, hi = min(r["step"] for r in later), max(r["step"] for r in later)
+            steps = f"step {lo:g}" if lo == hi else f"steps {lo:g}–{hi:g}"
+            text += (f", and from the damaged file the {len(later)} entr{'y' if len(later) == 1 else 'ies'} "
+                     f"the copy lacks ({steps})")
+        elif salvage.entries:
+            text += "; the copy lacks none of the damaged file's readable entries"
+        text += f" (damaged file: {salvage.describe()})"
+        notes.append(text)
+        if later:
+            rows = rows + later
+            last = max(r["step"] for r in later)
+    data["log_history"] = rows
+
+
+def _drop_repeats(data: dict[str, Any]) -> int:
+    """Drop log_history entries equal to an earlier one (keys and values); how many went."""
+    rows = data.get("log_history") or []
+    seen: set[Any] = set()
+    kept = []
+    for row in rows:
+        try:
+            key: Any = tuple(sorted(row.items())) if isinstance(row, dict) else None
+            hash(key)
+        except TypeError:
+            key = json.dumps(row, sort_keys=True, default=str)
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
+        kept.append(row)
+    if len(kept) != len(rows):
+        data["log_history"] = kept
+    return len(rows) - len(kept)
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class Salvage:
+    """What a state file that does not parse still holds: its top-level numbers and strings
+    (`top`, from lines at the top level of HF's two-space indent), the `log_history` entries that
+    parse whole (`entries`), the stretches skipped (`gaps`: byte ranges, the steps either side),
+    and whether the list ended (`complete`) or the file ran out inside it."""
+
+    def __init__(self) -> None:
+        self.top: dict[str, Any] = {}
+        self.entries: list[dict[str, Any]] = []
+        self.gaps: list[tuple[int, int, float | None, float | None]] = []
+        self.complete = False
+        self.found = False  # a log_history list was found at all
+        self.repeated = 0  # entries equal to an earlier one (a duplicated region), dropped
+        self.cut_at: int | None = None  # where the file ran out inside the list
+        self.size = 0
+        self.problem = ""
+
+    def describe(self) -> str:
+        """What the readable part holds: entries read, the stretches skipped, where it ends."""
+        if not self.found:
+            return "no log_history in its readable part"
+        text = f"{len(self.entries)} log_history entr{'y' if len(self.entries) == 1 else 'ies'} read"
+        for a, b, before, after in self.gaps[:3]:
+            text += f"; bytes {a:,}–{b:,} unreadable: the entries "
+            text += (f"between step {before:g} and step {after:g}" if before is not None and after is not None
+                     else f"before step {after:g}" if after is not None else "there")
+            text += " skipped"
+        if len(self.gaps) > 3:
+            text += f"; {len(self.gaps) - 3} more unreadable stretch(es)"
+        if self.repeated:
+            text += (f"; {self.repeated} entr{'y' if self.repeated == 1 else 'ies'} equal to an earlier "
+                     "one (a repeated region) dropped")
+        if not self.complete:
+            text += (f"; from byte {self.cut_at:,} to the end no whole entry (the file is cut "
+                     "there, or damaged to its end)")
+        return text
+
+
+_ENTRY_START = re.compile(r",\s*\{")
+_TOP_LINE = re.compile(r'^  "([^"\\]+)": (-?[0-9][0-9.eE+-]*|true|false|null|"[^"\\]*"),?\r?$', re.M)
+
+
+def _salvage(path: str) -> Salvage:
+    """The readable part of a damaged state file: top-level scalars, and every `log_history`
+    entry that parses whole and is followed by `,` or `]` — before the damage, and after it from
+    the next `, {` on (HF's entries are flat objects)."""
+    out = Salvage()
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_STATE_BYTES)
+    except OSError:
+        return out
+    text = raw.decode("utf-8", errors="replace")
+    out.size = len(raw)
+    for m in _TOP_LINE.finditer(text):
+        try:
+            out.top[m.group(1)] = json.loads(m.group(2))
+        except ValueError:
+            pass
+    out.top.pop("log_history", None)
+    m = re.search(r'"log_history"\s*:\s*\[', text)
+    if not m:
+        return out
+    out.found = True
+    decode = json.JSONDecoder().raw_decode
+    pos, n = m.end(), len(text)
+    gap_from: int | None = None
+    seen: set[str] = set()
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n:
+            out.cut_at = _byte(text, gap_from) if gap_from is not None else out.size
+            break
+        if text[pos] == "]" and gap_from is None:
+            out.complete = True
+            break
+        try:
+            obj, end = decode(text, pos)
+            after = end
+            while after < n and text[after] in " \t\r\n":
+                after += 1
+            ok = isinstance(obj, dict) and (after >= n or text[after] in ",]")
+        except (ValueError, RecursionError):
+            ok = False
+        if ok:
+            if gap_from is not None:
+                before = out.entries[-1].get("step") if out.entries else None
+                out.gaps.append((_byte(text, gap_from), _byte(text, pos),
+                                 before if _is_step(before) else None,
+                                 obj.get("step") if _is_step(obj.get("step")) else None))
+                gap_from = None
+            twin = json.dumps(obj, sort_keys=True, default=str)
+            if twin in seen:  # a byte-identical entry again: a duplicated region, read once
+                out.repeated += 1
+            else:
+                seen.add(twin)
+                out.entries.append(obj)
+            pos = end
+            continue
+        if gap_from is None:
+            gap_from = pos
+        nxt = _ENTRY_START.search(text, pos + 1)
+        if nxt is None:  # no whole entry after it: the readable part ends here
+            out.cut_at = _byte(text, gap_from)
+            break
+        pos = nxt.end() - 1
+    return out
+
+
+def _byte(text: str, pos: int) -> int:
+    """The byte offset of character `pos` (the file was decoded as UTF-8)."""
+    return len(text[:pos].encode("utf-8", errors="replace")) if not text[:pos].isascii() else pos
 
 
 def _global_step(path: str) -> float:
@@ -99,11 +368,13 @@ def _global_step(path: str) -> float:
 
 
 def meta(spec: LayoutRun) -> Meta:
-    path, why = state_path(spec)
     out = Meta()
-    state = read_json(path, out.notes)
-    if not isinstance(state, dict):
+    loaded = load_state(spec)
+    if loaded is None:
+        out.notes.append("no readable trainer_state.json; no points")
         return out
+    state, path, why = loaded.data, loaded.path, loaded.why
+    out.notes += loaded.notes
     folder = os.path.dirname(path) if os.path.isfile(spec.path) else spec.path
     out.config = {k: v for k, v in state.items()
                   if k not in _HF_STATE_SUMMARY and k != "log_history"
@@ -145,10 +416,10 @@ def meta(spec: LayoutRun) -> Meta:
 
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    path, _ = state_path(spec)
     notes: list[str] = []
-    state = read_json(path, notes)
-    rows = [r for r in (state or {}).get("log_history") or [] if isinstance(r, dict)]
+    loaded = load_state(spec)
+    state = loaded.data if loaded is not None else {}
+    rows = [r for r in state.get("log_history") or [] if isinstance(r, dict)]
     steps, keys, values = [], [], []
     seen_epoch: set[float] = set()
     for r in rows:
