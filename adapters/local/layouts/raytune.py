@@ -107,15 +107,26 @@ def _subdirs(path: str) -> list[str]:
 
 
 def _is_trial_dir(path: str) -> bool:
+    """The folder holds a history: result.json or progress.csv."""
     return os.path.isfile(os.path.join(path, RESULT)) or os.path.isfile(os.path.join(path, PROGRESS))
 
 
+def _claimed_alone(path: str) -> bool:
+    """The walk claims this folder as a trial of its own (`claim` on it)."""
+    try:
+        with os.scandir(path) as it:
+            entries = [(e.name, e.is_dir()) for e in it]
+    except OSError:
+        return False
+    view = LayoutFolder(path, [n for n, d in entries if not d], [n for n, d in entries if d])
+    return view.has(PARAMS) and _claim_trial(view) is not None
+
+
 def trial_folder(exp: str, trial: raytune_state.Trial, dirs: list[str]) -> tuple[str | None, str]:
-    """The trial's folder beside the state file, and its name (or what it would be called):
-    by the state's `relative_logdir`/`logdir`/`local_path`/`custom_dirname` (its last part
-    when absolute, from another machine), else a sub-folder named as Ray names trial folders
-    (`<trial name>_…`, or holding `_<trial_id>_`). None when absent or holding neither
-    result.json nor progress.csv."""
+    """The trial's folder beside the state file (None when there is none), and its name (or
+    what it would be called): by the state's `relative_logdir`/`logdir`/`local_path`/
+    `custom_dirname` (its last part when absolute, from another machine), else a sub-folder
+    named as Ray names trial folders (`<trial name>_…`, or holding `_<trial_id>_`)."""
     wanted = ""
     for d in trial.dirnames:
         norm = d.replace("\\", "/").rstrip("/")
@@ -125,22 +136,22 @@ def trial_folder(exp: str, trial: raytune_state.Trial, dirs: list[str]) -> tuple
         for cand in [*rel, base]:
             path = os.path.join(exp, cand)
             if cand and os.path.isdir(path):
-                return (path if _is_trial_dir(path) else None), cand
+                return path, cand
     tid = trial.trial_id
     for d in dirs:
         if d.startswith(trial.name + "_") or d == trial.name or (
                 tid and len(tid) >= 5 and (f"_{tid}_" in d or d.endswith(f"_{tid}"))):
-            path = os.path.join(exp, d)
-            return (path if _is_trial_dir(path) else None), d
+            return os.path.join(exp, d), d
     return None, wanted
 
 
 def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
                absent_only: bool) -> list[LayoutRun]:
     """The runs of the state files `names` in folder `exp`, newest launch first (the name holds
-    its start time). `absent_only` (a folder listing): only trials whose folder is not there,
-    each once (the newest state listing it), and a state file no trial can be read from only
-    when the folder has no sub-folders; else (a file given alone) every trial."""
+    its start time). `absent_only` (a folder listing): only trials whose folder the walk does
+    not claim as a trial of its own, each once (the newest state listing it), and a state file
+    no trial can be read from only when the folder has no sub-folders; else (a file given
+    alone) every trial."""
     subs = _subdirs(exp) if dirs is None else sorted(d for d in dirs if not d.startswith("."))
     runs: list[LayoutRun] = []
     seen: set[str] = set()
@@ -159,7 +170,7 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
                 continue
             seen.add(t.key)
             folder, dirname = trial_folder(exp, t, subs)
-            if absent_only and folder is not None:
+            if absent_only and folder is not None and _claimed_alone(folder):
                 continue
             label = t.name
             if label in labels or "#" in label or not label.strip():
@@ -167,15 +178,17 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
             labels.add(label)
             files = [path] + ([os.path.join(folder, f) for f in (RESULT, PARAMS, PROGRESS, ERROR)
                                if os.path.isfile(os.path.join(folder, f))] if folder else [])
-            where = (f"its folder {os.path.basename(folder)}/ beside it" if folder else
-                     f"trial folder {dirname} without {RESULT} or {PROGRESS}" if dirname and
-                     os.path.isdir(os.path.join(exp, dirname)) else
-                     f"trial folder {dirname or '(unnamed)'} not present")
+            has_history = folder is not None and _is_trial_dir(folder)
+            where = (f"its folder {dirname}/ beside it" if has_history else
+                     f"its folder {dirname}/ beside it, without {RESULT} or {PROGRESS}" if folder
+                     else f"trial folder {dirname} not present" if dirname else
+                     "no trial folder named in the state")
             runs.append(LayoutRun(f"{path}#{label}", "raytune", files,
                                   f"Ray Tune experiment state: trial {t.trial_id or t.index} in "
                                   f"{name}, {where}",
                                   {"state": path, "trial": t.index, "run_id": t.trial_id or label,
-                                   "trial_dir": folder, "trial_dirname": dirname}))
+                                   "trial_dir": folder, "trial_dirname": dirname,
+                                   "trial_history": has_history}))
     return runs
 
 
@@ -253,7 +266,7 @@ def history(spec: LayoutRun):  # noqa: ANN201 - (frame, notes)
         folder = spec.sniffs.get("trial_dir")
         if folder:
             frame, notes = _trial_history(folder)
-            return frame, [f"history from the trial folder {os.path.basename(folder)}/"] + notes
+            return frame, [f"history from the trial folder {spec.sniffs.get('trial_dirname')}/"] + notes
         if spec.sniffs.get("trial") is None:
             return rundiff_core.empty_history(), ["no points: no trial read from the state file"]
         return rundiff_core.empty_history(), [
@@ -529,16 +542,18 @@ def _state_meta(spec: LayoutRun) -> Meta:
     folder = spec.sniffs.get("trial_dir")
     dirname = spec.sniffs.get("trial_dirname") or ""
     got = _Folder()
-    if folder:
-        out.notes.append(f"trial folder {os.path.basename(folder)}/ beside the state file: its "
-                         "history, error.txt and last row read")
-        got = _folder_meta(folder, spec.files, out)
-    elif dirname and os.path.isdir(os.path.join(os.path.dirname(path), dirname)):
-        out.notes.append(f"trial folder {dirname} holds neither {RESULT} nor {PROGRESS}; "
-                         "last_result only")
+    if folder and spec.sniffs.get("trial_history"):
+        out.notes.append(f"trial folder {dirname}/ beside the state file: its history, "
+                         f"{PARAMS}, {ERROR} and last row read")
+    elif folder:
+        out.notes.append(f"trial folder {dirname}/ beside the state file holds neither {RESULT} "
+                         f"nor {PROGRESS}; last_result only (its {PARAMS} and {ERROR} read)")
     else:
-        out.notes.append(f"trial folder {dirname or '(not named in the state)'} not present; "
+        out.notes.append(f"trial folder {dirname} not present; last_result only" if dirname else
+                         "no trial folder named in the state (the trial had not started); "
                          "last_result only")
+    if folder:
+        got = _folder_meta(folder, spec.files, out)
     config, last, notes = t.details()
     out.notes += notes
     if config is not None:
