@@ -324,6 +324,152 @@ def test_the_claim_reads_state_files_once_and_never_claims_a_trial_folder_twice(
 
 
 # -- the collected real samples ---------------------------------------------------------------------
+#
+# tests/fixtures/realworld/raytune-state/<slug>/: PROVENANCE.md, LICENSE and expected.json (written by
+# make_expected.py with the json module alone). rl-experiments-ray08: RLlib's own Ray ~0.8 benchmark states
+# (`checkpoints` of trial objects, no trial folders); rllib-emecom-ray27-launches: two Ray 2.7 launches
+# (`trial_data` pairs), one whose trial folder lives in ../raytune/rllib-emecom-ray27, one PENDING trial whose
+# folder holds only error.txt.
+
+RAY08 = COLLECTED / "rl-experiments-ray08"
+PPO08 = RAY08 / "atari-ppo" / "2018-09" / "experiment_state-2020-01-20_12-49-38.json"
+APEX08 = RAY08 / "atari-apex" / "new-dqn-with-exploration-api-no-per-worker" / \
+    "experiment_state-2020-01-31_13-29-58.json"
+LAUNCHES = COLLECTED / "rllib-emecom-ray27-launches"
+EXP_LAUNCHES = LAUNCHES / "ray_results" / "goal_comms_gridworld" / "goal_comms_gridworld"
+STATE_08BD7 = EXP_LAUNCHES / "experiment_state-2023-10-08_14-38-58.json"
+STATE_1D1B2 = EXP_LAUNCHES / "experiment_state-2023-10-08_17-02-43.json"
+
+
+def _expected(sample: Path, state: Path) -> dict:
+    data = json.loads((sample / "expected.json").read_text())
+    return data["state_files"][str(state.relative_to(sample))]
+
+
+def _by_trial(address: str) -> dict:
+    return {run.meta["trial_id"]: run for run in _runs(address).values()}
+
+
+def test_ray08_trial_objects_committed_without_their_folders():
+    before = hash_tree(RAY08)
+    want = _expected(RAY08, PPO08)
+    assert want["structure"] == {"key": "checkpoints", "entries": ["object"]}
+    runs = _by_trial(f"local:{PPO08}")
+    assert set(runs) == {t["trial_id"] for t in want["trials"]}
+    status = {"TERMINATED": "finished", "ERROR": "crashed", "RUNNING": "running", "PENDING": "unknown"}
+    for t in want["trials"]:
+        run = runs[t["trial_id"]]
+        assert run.address == f"local:{PPO08}#{t['name']}"
+        assert run.status == status[t["status"]]
+        assert len(run.config) == t["config_keys"]
+        assert run.metric_keys() == []  # no trial folder: last_result only
+        notes = _notes(run)
+        assert "Ray ≤ 0.8 structure (`checkpoints`: trial objects" in notes
+        assert (f"trial folder {t['dirname']} not present; last_result only" in notes if t["dirname"]
+                else "no trial folder named in the state (the trial had not started)" in notes)
+        # last_result: every plain number, and the numpy float32 scalars Ray pickled, by their bytes
+        for k, v in t["last_result_numbers"].items():
+            assert run.summary[k] == v
+        for k, v in t["last_result_pickled"].items():
+            assert run.summary[k] == pytest.approx(v, rel=1e-6)
+        assert set(run.summary) == set(t["last_result_numbers"]) | set(t["last_result_pickled"])
+    breakout = runs["51f92a76"]
+    assert breakout.summary["episode_reward_mean"] == 178.69 and breakout.summary["training_iteration"] == 3718
+    assert "numpy scalar read as its number ×6" in _notes(breakout)
+    assert breakout.config["env"] == "BreakoutNoFrameskip-v4" and breakout.config["lambda"] == 0.95
+    assert [e.kind for e in breakout.events] == ["crash"] and breakout.events[0].step == 3718
+    assert "goals" not in breakout.meta  # runner_data names no metric
+    # the Qbert/SpaceInvaders trials never started: PENDING, no logdir, empty last_result
+    assert runs["51fd967e"].summary == {} and runs["51fd967e"].status == "unknown"
+    assert hash_tree(RAY08) == before
+
+
+def test_ray08_absolute_logdirs_from_another_machine_name_the_missing_folders(capsys):
+    want = _expected(RAY08, APEX08)
+    assert main(["ls", str(APEX08), "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["address"].rsplit("#", 1)[1] for r in listed] == sorted(t["name"] for t in want["trials"])
+    for r in listed:
+        t = next(t for t in want["trials"] if r["address"].endswith("#" + t["name"]))
+        assert t["dirname"].startswith(t["name"] + "_")  # from /home/ubuntu/ray_results/apex/…
+        assert any(f"trial folder {t['dirname']} not present; last_result only" in n for n in r["fidelity"])
+        assert r["status"] == "unknown" and r["points"] == 0  # PENDING
+
+
+def _launch_08bd7(tmp_path: Path) -> Path:
+    """The Ray 2.7 launch of trial 08bd7 as Ray left it: its state file beside its trial folder."""
+    exp = tmp_path / "goal_comms_gridworld"
+    exp.mkdir()
+    shutil.copy2(STATE_08BD7, exp / STATE_08BD7.name)
+    shutil.copytree(EXP27 / T27_OK, exp / T27_OK)
+    return exp
+
+
+def test_a_ray27_state_beside_its_trial_folder_gives_that_folders_history(tmp_path):
+    exp = _launch_08bd7(tmp_path)
+    (want,) = _expected(LAUNCHES, STATE_08BD7)["trials"]
+    folder = json.loads((RAY27 / "expected.json").read_text())["trials"][str((EXP27 / T27_OK).relative_to(RAY27))]
+    (run,) = _runs(f"local:{exp / STATE_08BD7.name}").values()
+    assert run.address.endswith("#" + want["name"]) and want["dirname"] == T27_OK
+    assert run.status == "crashed"  # ERROR, and error.txt
+    # history: the trial folder's result.json, every row
+    assert run.point_count("timesteps_total") == folder["result_rows"] == 9
+    assert run.last_step("timesteps_total") == folder["last_step"]
+    assert run.last_value("timesteps_total") == folder["last_timesteps_total"]
+    # summary: the state's last_result (the same iteration as result.json's last row)
+    for k, v in want["last_result_numbers"].items():
+        assert run.summary[k] == v
+    assert run.summary["training_iteration"] == folder["last_step"]
+    assert len(run.config) == want["config_keys"]
+    notes = _notes(run)
+    assert f"trial folder {T27_OK}/ beside the state file: its history" in notes
+    assert "the state's last_result is at" not in notes  # same iteration: nothing to say
+    # a listing of the folder: the trial folder is the run (as before), the state adds no second one
+    assert [os.path.basename(r.address) for r in open_source(f"local:{exp}").list_runs()] == [T27_OK]
+
+
+def test_rank_a_state_file_through_the_cli(tmp_path, capsys):
+    exp = _launch_08bd7(tmp_path)
+    (want,) = _expected(LAUNCHES, STATE_08BD7)["trials"]
+    state = exp / STATE_08BD7.name
+    assert main(["rank", str(state), "--metric", "episode_reward_mean", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = out["metrics"][0]
+    assert m["metric"] == "episode_reward_mean" and m["step"] == 9
+    (point,) = [p for g in m["order"] for p in g["points"]]
+    assert point["run_id"].endswith("#" + want["name"])
+    assert point["value"] == pytest.approx(want["last_result_numbers"]["episode_reward_mean"])
+    assert m["direction"]["source"] == "vocabulary"  # the state declares no mode
+    # the state file alone (no trial folder): listed with its last_result, nothing to rank
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy2(STATE_08BD7, alone / STATE_08BD7.name)
+    assert main(["ls", str(alone / STATE_08BD7.name), "--format", "json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["points"] == 0 and listed["status"] == "crashed"
+    assert any(f"trial folder {T27_OK} not present; last_result only" in n for n in listed["fidelity"])
+    (run,) = _runs(f"local:{alone / STATE_08BD7.name}").values()
+    assert run.summary["episode_reward_mean"] == want["last_result_numbers"]["episode_reward_mean"]
+
+
+def test_a_pending_trial_whose_folder_holds_only_error_txt_is_crashed(tmp_path):
+    before = hash_tree(LAUNCHES)
+    (want,) = _expected(LAUNCHES, STATE_1D1B2)["trials"]
+    assert want["status"] == "PENDING" and want["last_result_numbers"] == {}
+    (run,) = _runs(f"local:{STATE_1D1B2}").values()
+    assert run.address.endswith("#" + want["name"])
+    reason = (EXP_LAUNCHES / want["dirname"] / "error.txt").read_text().strip().splitlines()[-1].strip()
+    assert reason.startswith("RuntimeError: split_with_sizes")
+    assert run.status == "crashed" and run.events[0].payload["reason"] == reason
+    assert run.metric_keys() == []
+    notes = _notes(run)
+    assert f"trial folder {want['dirname']}/ beside the state file holds neither result.json" in notes
+    assert "trial status PENDING → status crashed" in notes
+    # listed from its folder: the trial folder is not a trial of its own (no params.json, no
+    # result.json), so the state's run is the one listed
+    assert sorted(r.address for r in open_source(f"local:{EXP_LAUNCHES}").list_runs()) == [
+        f"local:{STATE_08BD7}#PPO_goal_comms_gridworld_08bd7_00000", f"local:{STATE_1D1B2}#{want['name']}"]
+    assert hash_tree(LAUNCHES) == before
 
 
 def _samples() -> list[Path]:
@@ -332,7 +478,6 @@ def _samples() -> list[Path]:
     return sorted(p for d in COLLECTED.iterdir() if d.is_dir() for p in d.rglob("experiment_state-*.json"))
 
 
-@pytest.mark.skipif(not _samples(), reason="no collected samples in tests/fixtures/realworld/raytune-state")
 @pytest.mark.parametrize("state", _samples(), ids=lambda p: f"{p.relative_to(COLLECTED).parts[0]}/{p.name}")
 def test_every_collected_state_file_reads_each_trial_as_the_json_says(state):
     before = hash_tree(state.parent)
@@ -351,7 +496,7 @@ def test_every_collected_state_file_reads_each_trial_as_the_json_says(state):
             assert run.summary[k] == v or (math.isnan(v) and math.isnan(run.summary[k]))
         folder = state.parent / t["dirname"] if t["dirname"] else None
         notes = _notes(run)
-        if folder and ((folder / "result.json").is_file() or (folder / "progress.csv").is_file()):
+        if folder and folder.is_dir():
             assert f"history from the trial folder {t['dirname']}/" in notes
         else:
             assert "last_result only" in notes and run.metric_keys() == []
