@@ -65,6 +65,14 @@ def winning_claim(path: str, claims: list[RankedClaim] | None,
     """`sniff_path` over `claims` already collected for `path` (`rundiff detect` lists them and
     names the winner without asking every adapter twice); None collects them here."""
     plugins = plugins or get_plugins()
+    file, sep, name = path.partition("#")
+    if not os.path.exists(path) and sep and name and os.path.isfile(file):
+        # `FILE#NAME`: one run of a file that holds several (a study's trial, a launch, a section)
+        best = winning_claim(file, None, plugins)
+        from dataclasses import replace
+
+        return RankedClaim(replace(best.claim, locator=(best.claim.locator or file) + sep + name),
+                           best.spec)
     if not os.path.exists(path):
         raise InputError(
             f"no such file or directory: {path}",

@@ -166,7 +166,10 @@ def _split(line: str, delim: str) -> list[str]:
     if delim == ",":
         import csv  # here: a folder without comma-separated lines is sniffed without it
 
-        return next(csv.reader([line]))
+        try:
+            return next(csv.reader([line]))
+        except csv.Error:  # a `\r` inside the line (a progress bar rewritten in place): no row
+            return [line]
     return line.split(delim)
 
 

@@ -94,8 +94,9 @@ class Record:
 # `[2024-01-02T03:04:05]`), a level (`INFO`, `[INFO]`, `INFO:root:`), a leading `- ` bullet.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_PREFIX = re.compile(
-    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
-    r"(?:\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?(?:-\s+)?")
+    r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
+    r"(?:\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
+    r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
@@ -130,7 +131,12 @@ def parse_line(line: str) -> Record | None:
 def _parse_fields(line: str) -> Record | None:
     pairs: list[tuple[str, float]] = []
     rec = Record(pairs)
-    for segment in _SPLIT.split(line.strip()):
+    segments = _SPLIT.split(line.strip())
+    if len(segments) > 1 and all(parse_value(tok) is not None and not parse_value(tok)[1]
+                                 for tok in segments[0].split()):
+        segments = segments[1:]  # `001  00042 |Loss: 2.7 | …`: unnamed counters before the fields
+        rec.forms.add("unnamed counters")
+    for segment in segments:
         words: list[str] = []
         for tok in segment.split():
             joined = _JOINED.match(tok)

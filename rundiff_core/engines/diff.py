@@ -132,6 +132,8 @@ class DiffResult:
     b_label: str = ""
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     goal_reason: str = ""  # what decided the direction, in words a reader can check
+    #: the sides ("A", "B") whose run has no config at all: their config is unknown, not equal
+    config_missing: list[str] = field(default_factory=list)
     metric_rule: str = ""  # which rule chose the headline metric
     lengths_differ: str | None = None  # the headline's finals come from different steps: how
 
@@ -266,7 +268,9 @@ def run_diff(
             warnings.append(f"{label} ({arm.name}): {note}")
         for note in arm.notes:
             warnings.append(f"{label} ({arm.name}): {note}")
-    changes = config_diff(a.primary, b.primary)
+    # a run with no config has nothing to compare: never "identical", never every key "added"
+    missing = [side for side, arm in (("A", a), ("B", b)) if not arm.primary.flat_config]
+    changes = [] if missing else config_diff(a.primary, b.primary)
     collapsed = len(changes) > CONFIG_COLLAPSE_AT and not all_keys
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
     available = {"A": keys_a, "B": keys_b}
@@ -321,6 +325,7 @@ def run_diff(
         config_changes=changes if not collapsed else _top_changes(changes, 5),
         config_total=len(changes),
         config_collapsed=collapsed,
+        config_missing=missing,
         warnings=warnings,
         headline_a=headline_a,
         headline_b=headline_b,

@@ -28,7 +28,12 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
         if len(r.warnings) > len(shown):
             out.append(f"> … {len(r.warnings) - len(shown)} more warnings (--format json lists all)")
     out += ["", "## Config diff"]
-    if not r.config_total:
+    if r.config_missing:
+        names = {"A": r.a_name, "B": r.b_name}
+        who = " and ".join(f"{s} ({names[s]})" for s in r.config_missing)
+        out.append(f"no config found for {who}: the configs cannot be compared"
+                   + ("" if len(r.config_missing) == 2 else " (unknown, not identical)"))
+    elif not r.config_total:
         out.append("identical")
     else:
         if r.config_collapsed:

@@ -76,9 +76,14 @@ def meta(run: LayoutRun) -> Meta:
         return out
     out.notes.append(_described(cols, name))
     lists = {k: v for k, v in cols.other.items() if isinstance(v, list)}
+    from ..documents import document_parts
+
     leaves = {k: v for k, v in cols.other.items() if not isinstance(v, list)}
-    config, metadata = rundiff_core.split_metadata(leaves)
+    settings, out.summary, _ = document_parts(leaves)  # final numbers apart from settings
+    config, metadata = rundiff_core.split_metadata(settings)
     out.config, out.meta = config, metadata
+    if out.summary:
+        out.notes.append(f"{name}: {len(out.summary)} final number(s) → summary")
     if metadata:
         out.notes.append(f"{name}: {', '.join(sorted(metadata)[:4])}"
                          f"{' …' if len(metadata) > 4 else ''} → metadata (not config)")

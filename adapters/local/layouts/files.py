@@ -10,6 +10,7 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
+from ..documents import SETTING_SECTIONS, document_parts
 from ..lazy import pd
 from ..shape import ColumnLists
 from ..sniff import (
@@ -72,13 +73,16 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     docs: list[LayoutRun] = []  # documents, one per run (or a section each)
     lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
     found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
+    named_tables: list[tuple[str, Sniff]] = []  # tables named as results (`metrics.csv`)
     for name in files:
         low = name.lower()
         path = os.path.join(folder, name)
         if low in CONFIG_FILES or low in NOT_LOGS or low.startswith(("readme", "license")):
             continue
-        if is_result_file(name):
+        if is_result_file(name):  # named as results: read whatever its shape
             table.files.append(path)
+            if not low.endswith(".json") and (found := sniff_table(path)) is not None:
+                named_tables.append((path, found))  # a history, for the logs beside it
             continue
         if os.path.splitext(low)[1] in NOT_LOG_EXTS or low.startswith("events.out.tfevents"):
             continue
@@ -134,7 +138,8 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         for run in launched:
             run.sniffs["beside"] = flat
     config = [n for n in files if n.lower() in CONFIG_FILES]
-    history = any(isinstance(s, Sniff) and one_row(p, s) is None for p, s in table.sniffs.items())
+    history = any(isinstance(s, Sniff) and one_row(p, s) is None
+                  for p, s in [*table.sniffs.items(), *named_tables])
     numbers = [p for p in table.files if p in found_numbers]
     if numbers and len(numbers) == len(table.files) and not (texts or config or columns):
         # final numbers alone in a folder (a downstream eval's summary): nothing else of a run
@@ -170,12 +175,6 @@ class Document(rundiff_core.PlainRecord):
         self.section = section
 
 
-#: Section names whose contents are settings, and whose contents are results.
-_SETTING_SECTIONS = ("config", "cfg", "params", "parameters", "args", "hparams", "hyperparameters",
-                     "settings", "options", "opt")
-_RESULT_SECTIONS = ("metrics", "results", "scores", "eval", "evaluation", "summary", "test", "val")
-
-
 def _sections(data: Any) -> list[str]:
     """The top-level sections of a document that are alike runs: two or more objects sharing
     most of their keys, each holding measured numbers, and next to nothing else."""
@@ -198,7 +197,7 @@ def _holds_settings(data: Any) -> bool:
     its numbers — not only final numbers."""
     if not isinstance(data, dict):
         return False
-    if any(str(k).lower() in _SETTING_SECTIONS and isinstance(v, dict) for k, v in data.items()):
+    if any(str(k).lower() in SETTING_SECTIONS and isinstance(v, dict) for k, v in data.items()):
         return True
     leaves = flatten(data, sep="/").values()
     has_text = any(isinstance(v, str | bool) for v in leaves)
@@ -206,46 +205,6 @@ def _holds_settings(data: Any) -> bool:
     return has_text and has_number
 
 
-def measured(key: str, value: Any) -> bool:
-    """A number a run measured rather than one it was set to: its key names a metric (`hit@10`,
-    `val_loss`, `macro_f1`), or it carries more digits than a person types (0.8055271506)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    from ..shape import metric_like
-
-    if metric_like(key):
-        return True
-    digits = len(repr(float(value)).lower().split("e")[0].replace("-", "").replace(".", "")
-                 .lstrip("0").rstrip("0"))
-    return digits >= 6
-
-
-def document_parts(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float], list[str]]:
-    """(config, summary, notes) of one run's document: `config`/`args` sections and set values are
-    config, `metrics`/`results` sections and measured numbers the summary; lists are named."""
-    config: dict[str, Any] = {}
-    summary: dict[str, float] = {}
-    lists: list[str] = []
-    for k, v in data.items():
-        low = str(k).lower()
-        if isinstance(v, dict) and low in _SETTING_SECTIONS:
-            config.update(flatten(v, sep="."))
-        elif isinstance(v, dict) and low in _RESULT_SECTIONS:
-            summary.update({f"{k}.{kk}": vv for kk, vv in flatten(v, sep=".").items()
-                            if isinstance(vv, int | float) and not isinstance(vv, bool)})
-        elif isinstance(v, list):
-            lists.append(str(k))
-        else:
-            for kk, vv in (flatten(v, sep=".") if isinstance(v, dict) else {k: v}).items():
-                if isinstance(vv, list):
-                    lists.append(str(kk))
-                elif measured(str(kk), vv):
-                    summary[str(kk)] = vv
-                else:
-                    config[str(kk)] = vv
-    notes = [f"{len(lists)} list(s) not read ({', '.join(lists[:4])}{' …' if len(lists) > 4 else ''})"
-             ] if lists else []
-    return config, summary, notes
 
 
 def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
@@ -304,7 +263,8 @@ def claim_file(path: str) -> list[LayoutRun] | None:
         if shape.found is not None and shape.kind == "unknown":  # a grammar, below its share
             runs = [LayoutRun(path, "text", [path], f"named: {shape.detail}", {path: shape.found})]
     for r in runs:
-        r.path = path
+        if "#" not in r.path:  # a launch or a section keeps its name within the file
+            r.path = path
     return runs or None
 
 
@@ -381,7 +341,15 @@ def meta(spec: LayoutRun) -> Meta:
             continue
         sniff = spec.sniffs.get(path)
         if isinstance(sniff, ColumnLists):
-            out.notes.append(f"{base} (column lists beside the table) → history")
+            config, summary, _ = document_parts({k: v for k, v in sniff.other.items()
+                                                 if not isinstance(v, list)})
+            config, metadata = rundiff_core.split_metadata(config)
+            out.config.update({k: v for k, v in config.items() if k not in out.config})
+            out.summary.update(summary)
+            out.meta.update(metadata)
+            out.notes.append(f"{base} (column lists beside the table) → history"
+                             + (f"; {len(summary)} final number(s) → summary" if summary else "")
+                             + (f"; {len(config)} setting(s) → config" if config else ""))
             continue
         if isinstance(sniff, TextFile):
             if sniff.read:
