@@ -230,3 +230,24 @@ def test_monitor_files_of_other_shapes_still_read(tmp_path):
     rewards = _series(run, "episode/reward")
     assert rewards == [(10.0, 1.0), (15.0, 3.0), (27.0, 2.0)]
     assert os.path.exists(folder / "0.monitor.csv")
+
+
+@pytest.mark.parametrize("damage", ["none", "nan-time", "nan-reward"])
+def test_the_fast_read_and_the_careful_read_agree(sb3_run, tmp_path, monkeypatch, damage):
+    """A clean CSV goes through pyarrow; the careful line-by-line read must give the same."""
+    from rundiff_adapters.local.layouts import sb3
+
+    folder = _copy(sb3_run, tmp_path / "run")
+    if damage != "none":
+        path = folder / "0.monitor.csv"
+        lines = _lines(path)
+        r, ln, t = lines[7].split(",")
+        lines[7] = ",".join([r, ln, "nan"] if damage == "nan-time" else ["nan", ln, t])
+        _write(path, lines)
+    fast = load_run(f"local:{folder}")
+    fast_h, fast_notes = fast.history(), fast.fidelity
+    calls: list[int] = []
+    monkeypatch.setattr(sb3, "_read_fast", lambda *a: calls.append(1))  # None: read carefully
+    careful = load_run(f"local:{folder}")
+    assert careful.history().equals(fast_h) and careful.fidelity == fast_notes
+    assert calls  # the careful read did run
