@@ -13,10 +13,11 @@ Beside them `runner_data` (the tuner's own attributes: `_metric`, …) and `stat
 could not write as JSON it wrote as a pickle: `{"_type": "CLOUDPICKLE_FALLBACK", "value": <hex>}`,
 bare hex strings of a pickle (`80 05 …`), base64 pickles, `__pickled__`/`_serialized` wrappers.
 None of them is ever unpickled: a trial entry that is one is skipped and counted, a value that is
-one becomes a short placeholder — `<pickled module.Class>`, the class its pickle names, read by
-`pickletools`' disassembler (which builds no object and imports nothing) from its first 4 KiB.
-A file over `MAX_STATE_BYTES` is not read; a truncated one gives the trials complete before the
-cut. Every problem is one line in the notes. Pure stdlib.
+one is read from its opcodes by `pickletools`' disassembler (which builds no object and imports
+nothing), first 4 KiB only — a numpy scalar as its number (dtype and raw bytes), anything else as
+a short placeholder, `<pickled module.Class>`, the class its pickle names. A file over
+`MAX_STATE_BYTES` is not read; a truncated one gives the trials complete before the cut. Every
+problem is one line in the notes. A state is parsed once per process (`load`). Pure stdlib.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import binascii
 import json
 import os
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -34,7 +36,7 @@ MAX_TRIALS = 100_000  # trial entries read from one file at most
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 STATE_NAME = re.compile(r"^experiment_state-.*\.json$")
 _HEX_PICKLE = re.compile(r"^80(?:0[2-5])(?:[0-9a-fA-F]{2})*$")
-_B64_PICKLE = re.compile(r"^gA[JMNOSTU][A-Za-z0-9+/]*={0,2}$")  # base64 of b"\x80\x02".."\x80\x05"
+_B64_PICKLE = re.compile(r"^gA[I-X][A-Za-z0-9+/]*={0,2}$")  # base64 of b"\x80\x02".."\x80\x05"
 _BLOB_KEYS = ("__pickled__", "_serialized", "__serialized__", "py/b64")
 _INTERNAL = ("cloudpickle", "ray.cloudpickle", "copyreg", "copy_reg", "builtins", "__builtin__",
              "_codecs", "collections")
@@ -129,6 +131,7 @@ class State:
 
 
 _cache: dict[str, tuple[tuple[int, int], State]] = {}
+_lock = threading.Lock()  # LocalSource reads runs from several threads
 
 
 def load(path: str) -> State:
@@ -142,15 +145,17 @@ def load(path: str) -> State:
         state.damaged = True
         state.notes.append(f"{state.name}: unreadable ({exc.strerror}); no trial read")
         return state
-    hit = _cache.get(path)
+    with _lock:
+        hit = _cache.get(path)
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    state = parse(path, st.st_size)
-    _cache.pop(path, None)
-    while _cache and (len(_cache) >= _CACHE_SIZE or
-                      sum(s[0][0] for s in _cache.values()) + st.st_size > _CACHE_BYTES):
-        _cache.pop(next(iter(_cache)))  # the oldest parsed first
-    _cache[path] = (stamp, state)
+    state = parse(path, st.st_size)  # two threads may parse the same file: the same result
+    with _lock:
+        _cache.pop(path, None)
+        while _cache and (len(_cache) >= _CACHE_SIZE or
+                          sum(s[0][0] for s in _cache.values()) + st.st_size > _CACHE_BYTES):
+            _cache.pop(next(iter(_cache)))  # the oldest parsed first
+        _cache[path] = (stamp, state)
     return state
 
 
