@@ -403,9 +403,12 @@ def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None
         path = os.path.join(parent, n)
         if not os.path.isfile(path):
             continue
-        with open(path, "rb") as fh:
-            if fh.read(2) in _PICKLE:
-                continue  # said above
+        try:
+            with open(path, "rb") as fh:
+                if fh.read(2) in _PICKLE:
+                    continue  # said above
+        except OSError:
+            continue  # the state's own reading says so below when it matters
         state = raytune_state.load(path)
         if state.damaged:
             out.notes += [f"../{note}" for note in state.notes]
