@@ -408,7 +408,7 @@ def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None
                 if fh.read(2) in _PICKLE:
                     continue  # said above
         except OSError:
-            continue  # the state's own reading says so below when it matters
+            continue  # unreadable (permissions, vanished): nothing to say about the trial
         state = raytune_state.load(path)
         if state.damaged:
             out.notes += [f"../{note}" for note in state.notes]
