@@ -306,7 +306,7 @@ def text_shape(path: str) -> Shape:
     if grammar is None:
         return Shape("unknown", "text, no records with a step")
     records, lines = record_share(path, grammar)
-    share = f"{records:,} of {lines:,} lines"
+    share = f"{records:,} of {lines:,} content lines"
     if lines and records < MIN_RECORD_SHARE * lines:
         return Shape("unknown", f"text; {share} look like {grammar.describe()} records — too few "
                      "to call it that log", grammar)

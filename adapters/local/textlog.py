@@ -298,13 +298,14 @@ def sniff_text(path: str) -> Grammar | None:
         return framework
     triples = sum(1 for ln in nonblank if _TRIPLE.match(ln))
     if triples >= 2 and triples >= 0.8 * len(nonblank):
-        return Grammar(step=None, long_form=True, share=(triples, len(nonblank)))
+        return Grammar(step=None, long_form=True, share=(triples, _content(nonblank)))
     records = [r for ln in nonblank if (r := parse_line(ln)) is not None]
     step = _step_key(records)
     if step is None:
         counted = _counted(records)
         if counted is not None:
-            counted.share = (sum(1 for r in records if r.forms - {"key value"}), len(nonblank))
+            counted.share = (sum(1 for r in records if r.forms - {"key value"}),
+                             _content(nonblank))
         return counted
     stepped = [r for r in records if any(k == step for k, _ in r.pairs)]
     if len(stepped) < 2 or all(len(r.pairs) < 2 for r in stepped) and len(
@@ -314,7 +315,7 @@ def sniff_text(path: str) -> Grammar | None:
     disk = sum(1 for ln in nonblank if _TT_DISK.match(ln))
     return Grammar(step=step, forms=tuple(forms),
                    framework="torchtune-disk" if step == "Step" and disk >= 2 else None,
-                   share=(len(records), len(nonblank)))
+                   share=(len(records), _content(nonblank)))
 
 
 def _counted(records: list[Record]) -> Grammar | None:
@@ -352,7 +353,18 @@ def record_share(path: str, grammar: Grammar) -> tuple[int, int]:
         is_record = lambda ln: bool(_TRIPLE.match(ln))  # noqa: E731
     else:
         is_record = lambda ln: parse_line(ln) is not None  # noqa: E731
-    return sum(1 for ln in lines if is_record(ln)), len(lines)
+    return sum(1 for ln in lines if is_record(ln)), _content(lines)
+
+
+# A progress bar's refresh (tqdm: `45%|████▌     | 18/40 [00:03<00:04, 5.1it/s]`): a terminal
+# redraw, not a line of the log's content
+_PROGRESS = re.compile(r"\d+%\|.*\|\s*\d+/\d+|\d+/\d+ \[\d+:\d+<|[\d.]+\s*(?:it/s|s/it)\]")
+
+
+def _content(lines: list[str]) -> int:
+    """How many of `lines` are the log's content: progress-bar refreshes are not counted (a
+    record's share of a console log is its share of what was written, not of the redraws)."""
+    return sum(1 for ln in lines if not _PROGRESS.search(ln)) or len(lines)
 
 
 def _framework(lines: list[str]) -> Grammar | None:

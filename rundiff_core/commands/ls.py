@@ -39,6 +39,9 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
                 k["file"] = files[k["key"]]
         row["keys"] = keys
         row["points"] = run.n_points()
+    metadata = tracker_metadata(run)
+    if metadata:
+        row["metadata"] = metadata
     row["fidelity"] = list(run.fidelity)
     # agent runs (the trajectory adapter, which sets its summary as it loads): outcomes, trials,
     # exit statuses. A deferred summary is a tracker's fold, which ls does not show: not folded.
@@ -47,6 +50,29 @@ def summarize(run: Any, with_points: bool = True) -> dict[str, Any]:
             if key in run.summary:
                 row[key] = run.summary[key]
     return row
+
+
+#: What rundiff itself keeps in a run's meta (where it read the run from), never shown as the
+#: tracker's metadata.
+_OWN_META = {"path", "layout", "files", "key_files", "goals", "config_files", "config_from",
+             "non_scalar", "store", "address", "root"}
+
+
+def tracker_metadata(run: Any) -> dict[str, Any]:
+    """The tracker metadata a run carries (start time, host, git, program, …): shown by `ls`,
+    never part of its config, arm key or label."""
+    from ..metadata import is_metadata_key
+
+    meta = run.meta or {}
+    out = {k: v for k, v in meta.items() if k not in _OWN_META and is_metadata_key(k)
+           and isinstance(v, str | int | float) and not isinstance(v, bool)}
+    for more in (meta.get("metadata"), getattr(run, "env", None)):  # a tracker's own record
+        if isinstance(more, dict):
+            out.update({k: v for k, v in more.items() if isinstance(v, str | int | float)
+                        and not isinstance(v, bool)})
+    if getattr(run, "git_sha", None):
+        out["git_sha"] = run.git_sha
+    return out
 
 
 def _agent_lines(row: dict[str, Any]) -> list[str]:
@@ -152,6 +178,10 @@ def text_lines(rows: list[dict[str, Any]], headers: Sequence[str] = ()) -> list[
                        f"{fmt_step(k['first_step'])}–{fmt_step(k['last_step'])}{where}")
         if "tasks" in row and "pass_k" in row:
             out += _agent_lines(row)
+        if row.get("metadata"):
+            shown = ", ".join(f"{k}={v}" for k, v in list(row["metadata"].items())[:6])
+            more = len(row["metadata"]) - 6
+            out.append(f"  metadata: {shown}" + (f", +{more} more" if more > 0 else ""))
         out += [f"  note: {note}" for note in row["fidelity"]]
     return out
 

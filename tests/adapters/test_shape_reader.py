@@ -223,7 +223,20 @@ def test_a_text_grammar_claims_a_file_only_when_its_records_are_a_real_part_of_i
         if i % 4 == 0:
             lines.append(str({"loss": 1.0 / (i + 1), "learning_rate": 1e-4, "epoch": i / 4}))
     (tmp_path / "slurm-123.out").write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"not understood: slurm-123.out: text; 30 of 4,830 lines"):
+    with pytest.raises(InputError, match=r"not understood: slurm-123.out: text; 30 of 4,830 content lines"):
         open_source(f"local:{tmp_path}")
     (named,) = load_runs(f"local:{tmp_path / 'slurm-123.out'}")
-    assert any("30 of 4,830 lines" in n for n in named.fidelity)
+    assert any("30 of 4,830 content lines" in n for n in named.fidelity)
+
+
+@pytest.mark.parametrize("source", ["bokaiji-conceptppo-wandb015",
+                                    "ivlabs-context-enhancement-wandb010-012"])
+def test_tracker_metadata_is_shown_by_ls(source, capsys):
+    """Metadata is kept, where people look for it: `ls` shows the host, program and start the
+    tracker recorded (text and JSON), none of it in the run's config."""
+    tree = REAL / "wandb-meta" / source
+    assert main(["ls", str(tree), "--format", "json", "--no-points"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all({"host", "program"} <= set(r.get("metadata", {})) for r in rows), rows
+    assert main(["ls", str(tree), "--no-points"]) == 0
+    assert capsys.readouterr().out.count("  metadata: ") == len(rows)

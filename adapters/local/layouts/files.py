@@ -138,8 +138,8 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         for run in launched:
             run.sniffs["beside"] = flat
     config = [n for n in files if n.lower() in CONFIG_FILES]
-    history = any(isinstance(s, Sniff) and one_row(p, s) is None
-                  for p, s in [*table.sniffs.items(), *named_tables])
+    history = any(isinstance(s, Sniff) and s.step and one_row(p, s) is None
+                  for p, s in [*table.sniffs.items(), *named_tables])  # a stepped table
     numbers = [p for p in table.files if p in found_numbers]
     if numbers and len(numbers) == len(table.files) and not (texts or config or columns):
         # final numbers alone in a folder (a downstream eval's summary): nothing else of a run
