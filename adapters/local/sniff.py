@@ -185,8 +185,12 @@ def _sniff_delimited(body: list[str], delim: str) -> tuple[list[str], int] | Non
     if delim == "ws" and any(len(h) > 64 for h in header):
         return None
     rows = [_split(r, delim) for r in body[1:]]
-    if not rows or any(len(r) != len(header) for r in rows):
+    good = [r for r in rows if len(r) == len(header)]
+    # a damaged row (a half-written line, cells added or lost) costs that row, not the file: a
+    # few of them (at most 10% of the rows looked at) and the rest one table
+    if len(good) < min(2, len(rows)) or len(rows) - len(good) > max(1, len(rows) // 10):
         return None
+    rows = good
     numeric = [all(is_number(r[j]) or not r[j].strip() for r in rows) and
                any(r[j].strip() for r in rows) for j in range(len(header))]
     step = step_column(header)
@@ -304,7 +308,7 @@ def records_columns(records: list[dict[str, Any]]) -> Columns:
     text: dict[str, None] = {}
     n = len(records)
     for i, rec in enumerate(records):
-        for k, v in flatten(rec, sep="/").items():
+        for k, v in _indexed(flatten(rec, sep="/")):
             j = index.get(k)
             if j is None:
                 j = index[k] = len(vals)
@@ -323,6 +327,21 @@ def records_columns(records: list[dict[str, Any]]) -> Columns:
 
     return Columns(names, [np.asarray(vals[index[k]], dtype="float64") for k in names],
                    [np.asarray(oks[index[k]], dtype=bool) for k in names], list(text), n)
+
+
+MAX_LIST_ITEMS = 16  # a short list of numbers in a record is one series per item, `key[i]`
+
+
+def _indexed(flat: dict[str, Any]):  # noqa: ANN202 - (key, value) pairs
+    """A record's leaves, a short list of numbers (`"loc_elem": [0.1, 0.2, …]`, AP per difficulty)
+    as one leaf per item: `loc_elem[0]`, `loc_elem[1]`, …"""
+    for k, v in flat.items():
+        if isinstance(v, list) and 0 < len(v) <= MAX_LIST_ITEMS and all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in v):
+            for i, x in enumerate(v):
+                yield f"{k}[{i}]", x
+        else:
+            yield k, v
 
 
 def _read_json_array(path: str, notes: list[str]) -> list[dict[str, Any]]:
@@ -407,6 +426,19 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
                 continue
         elif pa.types.is_null(typ):
             col = pa.chunked_array([pa.nulls(len(col), pa.float64())])
+        elif (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and (
+                pa.types.is_integer(typ.value_type) or pa.types.is_floating(typ.value_type)):
+            lengths = pc.list_value_length(col).drop_null()
+            most = pc.max(lengths).as_py() if len(lengths) else 0
+            if not most or most > MAX_LIST_ITEMS:
+                text.append(name)
+                continue
+            for i in range(most):  # a short list of numbers: one series per item, `key[i]`
+                values_i, valid_i = _list_item(col, i)
+                names.append(f"{name}[{i}]")
+                values.append(values_i)
+                valid.append(valid_i)
+            continue
         elif not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)
                   or pa.types.is_decimal(typ)):
             text.append(name)
@@ -425,6 +457,18 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
     return Columns(names, values, valid, text, table.num_rows, kept)
 
 
+def _list_item(col: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Item `i` of a list column as floats, and where it was logged (lists shorter than i+1 and
+    missing lists are no point)."""
+    cells = col.to_pylist()
+    vals = np.full(len(cells), np.nan)
+    ok = np.zeros(len(cells), dtype=bool)
+    for r, cell in enumerate(cells):
+        if cell is not None and len(cell) > i and cell[i] is not None:
+            vals[r], ok[r] = float(cell[i]), True
+    return vals, ok
+
+
 def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
     sep = r"\s+" if sniff.kind == "ws" else sniff.kind
     bad = [0]
@@ -437,7 +481,7 @@ def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, sep=sep, skiprows=len(sniff.comments), engine="python",
                             on_bad_lines=skip, keep_default_na=False, na_values=[""],
-                            dtype=str, **named)
+                            dtype=str, index_col=False, **named)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         notes.append(f"{os.path.basename(path)}: unreadable ({str(exc)[:80]}); skipped")
         return pd.DataFrame()

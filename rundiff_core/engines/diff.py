@@ -77,6 +77,20 @@ def config_diff(a: Run, b: Run, *, ignore_seed: bool = False, ignore_identity: b
     return out
 
 
+def _run_notes(a: Arm, b: Arm) -> list[str]:
+    """Every note the arms' runs carry — written when they were listed, and while their histories
+    and configs were read (a skipped line, a damaged record), which is why this is asked last:
+    a number that a damage changed sits beside the note that says why."""
+    out: list[str] = []
+    for label, arm in (("A", a), ("B", b)):
+        runs = [arm.primary, *(r for r in arm.seeds if r is not arm.primary)]
+        for run in runs:
+            who = arm.name if run is arm.primary else f"{arm.name}, seed run {run.name}"
+            out += [f"{label} ({who}): {note}" for note in run.fidelity]
+        out += [f"{label} ({arm.name}): {note}" for note in arm.notes]
+    return out
+
+
 def _both_nan(x: Any, y: Any) -> bool:
     return isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
 
@@ -262,12 +276,7 @@ def run_diff(
     is `--goal` as given (`min`, `max`, `M=max`…) or GoalRules (engines.directions)."""
     if statistic not in STATISTICS:
         raise UsageError(f"unknown statistic {statistic!r}", hint=f"choose one of {', '.join(STATISTICS)}")
-    warnings: list[str] = []
-    for label, arm in (("A", a), ("B", b)):
-        for note in arm.primary.fidelity:
-            warnings.append(f"{label} ({arm.name}): {note}")
-        for note in arm.notes:
-            warnings.append(f"{label} ({arm.name}): {note}")
+    warnings: list[str] = []  # the engine's; the runs' own notes are added once all is read
     # a run with no config has nothing to compare: never "identical", never every key "added"
     missing = [side for side, arm in (("A", a), ("B", b)) if not arm.primary.flat_config]
     changes = [] if missing else config_diff(a.primary, b.primary)
@@ -326,7 +335,7 @@ def run_diff(
         config_total=len(changes),
         config_collapsed=collapsed,
         config_missing=missing,
-        warnings=warnings,
+        warnings=_run_notes(a, b) + warnings,
         headline_a=headline_a,
         headline_b=headline_b,
         headline_unavailable=unavailable,

@@ -78,6 +78,9 @@ class RankResult:
     headline_rule: str = ""  # which rule chose metrics[0] (engines.primary)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"metric", "why"}: no information
     arms: list[dict[str, Any]] = field(default_factory=list)  # every arm formed, with members
+    #: every note the ranked runs carry ({run: notes}), written when listed and while read: a
+    #: number a damage changed travels with the note that says why
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)
@@ -167,6 +170,7 @@ def run_rank(
         efficiency=eff, most_efficient=most, efficiency_note=note,
         anomalies=anomalies(runs, choice.metrics), statements=statements,
         headline_rule=choice.rule, skipped=choice.skipped, arms=arm_members(groups),
+        notes={r.name: list(r.fidelity) for r in runs if r.fidelity},
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from ..engines.primary import skipped_text
 from ..engines.rank import RankResult
@@ -96,12 +97,32 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
     out.append(f"- most efficient: {r.most_efficient or '—'} — {r.efficiency_note}")
     out += arm_lines(r.arms)
     out += anomaly_lines(r.anomalies)
+    out += damage_lines(r.notes)
     return "\n".join(out) + "\n"
 
 
 def _runs(names: list[str], cap: int = 4) -> str:
     head = ", ".join(names[:cap])
     return head + (f" and {len(names) - cap} more" if len(names) > cap else "")
+
+
+#: Notes that say a reader skipped or could not read part of a file: the ones a number may rest on.
+_DAMAGE = re.compile(r"skipped|unreadable|malformed|ragged|damaged|not valid|truncated|torn|"
+                     r"cannot be read|could not be read|bad (?:row|line|cell)", re.I)
+
+
+def damage_lines(notes: dict[str, list[str]], cap: int = 5) -> list[str]:
+    """The runs whose numbers rest on a file read with something skipped, with the note that
+    says what (the first few; --format json holds every note of every run)."""
+    hit = [(run, n) for run, ns in notes.items() for n in ns if _DAMAGE.search(n)
+           and not n.startswith("layout:")]
+    if not hit:
+        return []
+    out = ["", f"## Read with damage ({len({r for r, _ in hit})} run(s))"]
+    out += [f"- {run}: {note}" for run, note in hit[:cap]]
+    if len(hit) > cap:
+        out.append(f"- … {len(hit) - cap} more (--format json lists every run's notes)")
+    return out
 
 
 def anomaly_lines(anomalies: list, cap: int = ANOMALY_CAP, per: int = 3) -> list[str]:  # noqa: ANN001
