@@ -25,9 +25,11 @@ class Columns:
     #: the cells of text columns named like a split (SPLIT_NAMES) in delimited tables, None
     #: where empty: `to_long` decides whether they name the rows
     labels: dict[str, list[Any]] = field(default_factory=dict)
+    #: unreadable cells skipped in otherwise numeric columns ({column: count})
+    bad: dict[str, int] = field(default_factory=dict)
 
     def slice(self, start: int, stop: int) -> Columns:
         """Rows start..stop-1: one launch of a file that holds several."""
         return Columns(self.names, [v[start:stop] for v in self.values],
                        [ok[start:stop] for ok in self.valid], self.text, max(0, stop - start),
-                       {k: v[start:stop] for k, v in self.labels.items()})
+                       {k: v[start:stop] for k, v in self.labels.items()}, self.bad)

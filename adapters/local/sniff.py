@@ -121,9 +121,12 @@ def _lines(head: bytes, complete: bool) -> list[str] | None:
     try:
         text = head.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:
-            return None
-        text = head[: exc.start].decode("utf-8-sig")
+        if exc.start >= len(head) - 4:  # a character cut by the sniff window
+            text = head[: exc.start].decode("utf-8-sig")
+        else:  # a damaged byte or two in a text file: those cells are read as unreadable
+            text = head.decode("utf-8-sig", errors="replace")
+            if text.count("\ufffd") > max(2, len(head) // 1000):
+                return None  # not UTF-8 text: another encoding, or binary
     lines = text.split("\n")
     if not complete:
         lines = lines[:-1]  # the last line may be cut by the sniff window
@@ -410,11 +413,14 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
 
     names, values, valid, text = [], [], [], []
     kept: dict[str, list[Any]] = {}
+    bad: dict[str, int] = {}  # a numeric column's few unreadable cells: skipped, counted
     for name, col in zip(table.column_names, table.columns, strict=True):
         typ = col.type
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-            head = col.slice(0, 200).drop_null().to_pylist()
-            if any(not is_number(v) for v in head if v.strip()):
+            head = [v for v in col.slice(0, 200).drop_null().to_pylist() if v.strip()]
+            words = sum(1 for v in head if not is_number(v))
+            if words and (words > 2 or words == len(head)):  # a text column (a damaged cell or
+                # two in a numeric one is read below, cell by cell)
                 text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
                 if labels and _is_split_name(name):
                     kept[str(name)] = col.to_pylist()
@@ -422,8 +428,23 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
             try:
                 col = pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                cells = [c.strip() if isinstance(c, str) else c for c in col.to_pylist()]
+                numbers = _numbers_or_none(cells)
+                if numbers is None:
+                    text.append(name)
+                    continue
+                col, lost = numbers
+                bad[str(name)] = lost
+        elif pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+            # bytes that are not UTF-8 (a damaged byte): each cell decoded on its own, so one
+            # bad cell is skipped and counted, not the column
+            cells = [c.decode("utf-8", "replace").strip() if c is not None else None
+                     for c in col.to_pylist()]
+            numbers = _numbers_or_none(cells)
+            if numbers is None:
                 text.append(name)
                 continue
+            col, bad[str(name)] = numbers
         elif pa.types.is_null(typ):
             col = pa.chunked_array([pa.nulls(len(col), pa.float64())])
         elif (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and (
@@ -454,7 +475,26 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
         valid.append(mask)
     from .columns import Columns
 
-    return Columns(names, values, valid, text, table.num_rows, kept)
+    return Columns(names, values, valid, text, table.num_rows, kept, bad)
+
+
+#: A numeric column may hold this share of unreadable cells (a damaged byte, a half-written
+#: row) and stay numeric: those cells are skipped and counted, never the column.
+MAX_BAD_SHARE = 0.01
+
+
+def _numbers_or_none(cells: list[Any]) -> tuple[Any, int] | None:
+    """(the cells as a float column, with unreadable cells as missing; how many were) when all
+    but a few (at most 2, or MAX_BAD_SHARE of them) of its non-empty cells are numbers."""
+    import pyarrow as pa
+
+    present = [c for c in cells if c not in (None, "")]
+    bad = [c for c in present if not is_number(c)]
+    if not present or len(bad) > max(2, int(MAX_BAD_SHARE * len(present))) or \
+            len(bad) == len(present):
+        return None
+    out = [float(c) if c not in (None, "") and is_number(c) else None for c in cells]
+    return pa.chunked_array([pa.array(out, type=pa.float64())]), len(bad)
 
 
 def _list_item(col: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -498,6 +538,7 @@ _COUNTED = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:/\d+|[KMGT])\s*$"
 def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
     names, values, valid, text = [], [], [], []
     kept: dict[str, list[Any]] = {}
+    bad: dict[str, int] = {}
     for c in frame.columns:
         s = frame[c]
         if s.dtype.kind in "fiub":
@@ -511,6 +552,11 @@ def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
                 text.append(str(c))
                 continue
             coerced = pd.to_numeric(s.where(present), errors="coerce")
+            unreadable = int(present.sum() - (coerced.notna() | nan_text).sum())
+            if 0 < unreadable <= max(2, int(MAX_BAD_SHARE * present.sum())) and \
+                    unreadable < present.sum():  # a few damaged cells: skipped, counted
+                bad[str(c)] = unreadable
+                present = present & (coerced.notna() | nan_text)
             if not present.any() or (coerced.notna() | nan_text).sum() != present.sum():
                 text.append(str(c))
                 if labels and _is_split_name(str(c)):
@@ -525,7 +571,7 @@ def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
         valid.append(ok)
     from .columns import Columns
 
-    return Columns(names, values, valid, text, len(frame), kept)
+    return Columns(names, values, valid, text, len(frame), kept, bad)
 
 
 def _looks_unix(values: np.ndarray) -> float | None:
@@ -613,6 +659,10 @@ def to_long(cols: Columns, name: str, *, step: str | None = None, described: str
         bits.append(f"{len(text)} text column(s) skipped ({', '.join(text[:5])}"
                     f"{'…' if len(text) > 5 else ''})")
     notes.append("; ".join(bits))
+    if cols.bad:
+        notes.append(f"{name}: {sum(cols.bad.values())} unreadable cell(s) skipped ("
+                     + ", ".join(f"`{k.strip()}` ×{n}" for k, n in cols.bad.items()) + "); the rest of "
+                     "their columns read")
     notes += split_notes
     if dropped:
         notes.append(f"{name}: {dropped} row(s) without a {step} value skipped")
