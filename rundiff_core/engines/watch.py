@@ -84,6 +84,8 @@ class RunCheck:
     alerts: list[Alert] = field(default_factory=list)
     arm: str = ""  # the arm the run belongs to (engines.arms' label)
     arm_size: int = 1
+    #: the run's notes, written when it was listed and while it was read (a skipped line)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -262,6 +264,7 @@ def check_run(
     state = {"last_step": last, "status": run.status, "events": len(run.events),
              "values": {k: v["now"] for k, v in check.progress.items()} | {
                  k: v for k, v in previous.get("values", {}).items() if k not in check.progress}}
+    check.notes = list(run.fidelity)  # last: what reading its history said is among them
     return check, state
 
 

@@ -281,6 +281,8 @@ def render_watch(result, alerts_per_run: int = 3,  # noqa: ANN001 - WatchResult
         out.append(f"{c.run}{arm} [{c.status}] {moved}, {c.new_points} new points, last data {age}"
                    + (f"; {prog}" if prog else ""))
         out += [f"  ALERT {a.kind}: {a.message}" for a in c.alerts[:alerts_per_run]]
+        out += [f"  read with damage: {n}" for n in getattr(c, "notes", ())
+                if _DAMAGE.search(n) and not n.startswith("layout:")][:2]
         if len(c.alerts) > alerts_per_run:
             out.append(f"  … and {len(c.alerts) - alerts_per_run} more alerts (--format json lists all)")
     if len(result.runs) > len(runs):

@@ -51,3 +51,17 @@ def test_a_damaged_row_costs_only_itself_and_its_note_reaches_every_command(tmp_
     assert main(["rank", str(tmp_path / "runs")]) in (0, 1)
     text = capsys.readouterr().out
     assert "## Read with damage (1 run(s))" in text and said in text
+
+
+def test_watch_and_the_api_carry_the_note_too(tmp_path, capsys, monkeypatch):
+    import rundiff
+
+    monkeypatch.setenv("RUNDIFF_CACHE_DIR", str(tmp_path / "cache"))
+    a, b, _rows = _pair(tmp_path)
+    said = "1 malformed row(s) skipped"
+    watch = _json(capsys, "watch", str(b), "--once")
+    assert any(said in n for n in watch["runs"][0]["notes"])
+    assert main(["watch", str(b), "--once"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert any(line.startswith("  read with damage: ") and said in line for line in out.splitlines())
+    assert any(said in w for w in rundiff.diff(str(a), str(b)).to_dict()["warnings"])
