@@ -12,7 +12,7 @@ read them (`tests/fixtures/wild/_scripts/`). A tree is *right* when every check 
   the runs are among those rundiff finds differing (paths and output folders may be hidden);
 - `directions`: what the files declare is what rundiff uses.
 
-Run as a script (`python tests/first_sight.py [--markdown]`) it prints the table that
+Run as a script (`python tests/first_sight.py [--markdown | --json]`) it prints the table that
 docs/first-sight.md holds; `tests/adapters/test_first_sight.py` holds the rate and the page to it.
 """
 
@@ -240,6 +240,8 @@ if __name__ == "__main__":
     res = measure(sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "--only" else None)
     if "--markdown" in sys.argv:
         print(markdown(res), end="")
+    elif "--json" in sys.argv:
+        print(json.dumps([{"slug": r.slug, "right": r.right, "failed": r.failed()} for r in res]))
     else:
         for r in res:
             print(f"{'ok ' if r.right else 'BAD'} {r.slug[:60]:60s} {r.failed()}")

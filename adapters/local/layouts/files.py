@@ -125,8 +125,9 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                 unread[d.files[0]] = (lone.get(d.files[0]) or "JSON object of sections") + \
                     ": a document beside the run's logs, not read"
         docs = []
+    docs = _companions(docs, lone)
     single = [d for d in docs if d.path in lone]
-    if len(single) == 1:  # one document of settings is a run's config dump, not a run
+    if len(single) == 1 and len(docs) == 1:  # one document of settings alone: a config dump
         docs.remove(single[0])
         if unread is not None:
             unread[single[0].path] = lone[single[0].path] + ": settings with no sibling runs"
@@ -299,21 +300,65 @@ def _folder(spec: LayoutRun) -> str:
     return os.path.dirname(path) if os.path.isfile(path) else path
 
 
+#: The words a companion document adds to its run's file name (`X.json` and `X_metrics.json`).
+COMPANION_WORDS = ("metrics", "results", "result", "scores", "eval", "evaluation", "summary",
+                   "report", "stats")
+
+
+def _companions(docs: list[LayoutRun], lone: dict[str, str]) -> list[LayoutRun]:
+    """Documents named as one run's parts (`X.json` and `X_metrics.json`, or `X_eval.json` and
+    `X_report.json`) are one run: the first holds its settings, the others are its companions,
+    their numbers its summary."""
+    groups: dict[str, list[LayoutRun]] = {}
+    for d in docs:
+        if "#" in d.path:
+            groups.setdefault(d.path, []).append(d)
+            continue
+        stem = os.path.splitext(os.path.basename(d.path))[0]
+        base, _, word = stem.rpartition("_")
+        key = os.path.join(os.path.dirname(d.path), base if base and word.lower() in
+                           COMPANION_WORDS else stem)
+        groups.setdefault(key, []).append(d)
+    out = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        members.sort(key=lambda d: (os.path.splitext(d.path)[0] != key, d.path))  # X.json first
+        owner, *rest = members
+        for d in rest:
+            owner.files.append(d.path)
+            owner.sniffs[d.path] = Document(None)
+            owner.reason += f" (+ {os.path.basename(d.path)})"
+            lone.pop(d.path, None)
+        lone.pop(owner.path, None)  # a document with companions is a run, not a config dump
+        out.append(owner)
+    return out
+
+
 def _document_meta(spec: LayoutRun) -> Meta:
     out = Meta()
-    path = spec.files[0]
-    doc = spec.sniffs[path]
-    data = read_json(path, out.notes)
-    if isinstance(data, dict) and doc.section is not None:
-        data = data.get(doc.section)
-    if not isinstance(data, dict):
-        return out
-    config, out.summary, notes = document_parts(data)
-    out.config, out.meta = rundiff_core.split_metadata(config)
-    where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
-    out.notes.append(f"{where} (a document: one run) → {len(out.config)} setting(s) to config, "
-                     f"{len(out.summary)} measured number(s) to summary")
-    out.notes += [f"{where}: {n}" for n in notes]
+    for i, path in enumerate(spec.files):
+        doc = spec.sniffs[path]
+        data = read_json(path, out.notes)
+        if isinstance(data, dict) and doc.section is not None:
+            data = data.get(doc.section)
+        if not isinstance(data, dict):
+            continue
+        config, summary, notes = document_parts(data)
+        config, metadata = rundiff_core.split_metadata(config)
+        where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
+        if i:  # a companion: its numbers are the run's results, whatever their names
+            summary.update({k: v for k, v in config.items() if isinstance(v, int | float)
+                            and not isinstance(v, bool)})
+            config = {}
+        out.config.update(config)
+        out.meta.update(metadata)
+        out.summary.update(summary)
+        out.notes.append(f"{where} ({'a document: one run' if not i else 'its companion'}) → "
+                         f"{len(config)} setting(s) to config, {len(summary)} measured number(s) "
+                         "to summary")
+        out.notes += [f"{where}: {n}" for n in notes]
     return out
 
 
