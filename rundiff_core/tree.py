@@ -130,14 +130,32 @@ def search_tree(root: str, plugins: Plugins | None = None, *, max_folders: int =
     out = TreeSearch(root)
     started = time.monotonic()
     queue: deque[str] = deque([root])
-    covered: list[str] = []  # run paths already listed: their folders are not searched again
+    covered: set[str] = set()  # run paths already listed: their folders are not searched again
+    above: set[str] = set()  # every folder that holds one of them (O(depth) checks, not O(runs))
     seen_stores: set[str] = set()
 
+    def cover(paths: list[str]) -> None:
+        for p in paths:
+            covered.add(p)
+            parent = os.path.dirname(p)
+            while parent and parent not in above:
+                above.add(parent)
+                nxt = os.path.dirname(parent)
+                if nxt == parent:
+                    break
+                parent = nxt
+
     def inside_run(path: str) -> bool:
-        return any(path == p or path.startswith(p + os.sep) for p in covered)
+        while True:
+            if path in covered:
+                return True
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
 
     def holds_run(path: str) -> bool:
-        return any(p.startswith(path + os.sep) for p in covered)
+        return path in above
 
     def add_store(path: str) -> bool:
         try:
@@ -168,7 +186,7 @@ def search_tree(root: str, plugins: Plugins | None = None, *, max_folders: int =
             return True  # a wider view of runs already listed
         if store.refs or not exports:
             out.stores.append(store)
-            covered.extend(_run_paths(store.refs))
+            cover(_run_paths(store.refs))
         for f in exports:
             add_store(f)
         return True

@@ -44,6 +44,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import rundiff_core  # names resolved at use: the data model (numpy) loads only when a log is read
 
@@ -114,7 +115,14 @@ def clean_line(line: str) -> str:
 
 def parse_line(line: str) -> Record | None:
     """The fields of one line, or None when the line is not wholly key/value fields; a label
-    before them (`Train metrics: loss: 0.5 ; acc: 0.9`) prefixes each key (`Train_metrics/loss`)."""
+    before them (`Train metrics: loss: 0.5 ; acc: 0.9`) prefixes each key (`Train_metrics/loss`).
+    Remembered for the last lines seen: a log is sniffed, then read, line by line (a Record is
+    never changed once parsed)."""
+    return _parse_remembered(line.rstrip("\r\n"))
+
+
+@lru_cache(maxsize=1 << 15)
+def _parse_remembered(line: str) -> Record | None:
     line = clean_line(line)
     label = _LABEL.match(line)
     if label is not None:
