@@ -105,11 +105,20 @@ _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
 _REMARK = re.compile(r"(?<=\d)\s+\([^()]{1,40}\)")
 
 
+# A value with its spread: `Average reward: 0.50 +/- 0.03` → the value, and `<key>_std`
+_SPREAD = re.compile(r"(?P<key>[A-Za-z_][\w./\-]*(?: [A-Za-z_][\w./\-]*){0,3}):\s*"
+                     r"(?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:\+/-|±|\+-)\s*"
+                     r"(?P<s>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+
+
 def clean_line(line: str) -> str:
-    """A log line without its colours, logger prefix and parenthesised remarks after values."""
+    """A log line without its colours, logger prefix and parenthesised remarks after values; a
+    value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     line = _LOG_PREFIX.sub("", line, count=1)
+    if "+/-" in line or "±" in line or "+-" in line:
+        line = _SPREAD.sub(lambda m: f"{m['key']}: {m['v']}, {m['key']} std: {m['s']}", line)
     return _REMARK.sub("", line) if "(" in line else line
 
 
