@@ -130,7 +130,8 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     if len(single) == 1 and len(docs) == 1:  # one document of settings alone: a config dump
         docs.remove(single[0])
         if unread is not None:
-            unread[single[0].path] = lone[single[0].path] + ": settings with no sibling runs"
+            unread[single[0].path] = lone[single[0].path] + \
+                ": text and numbers, with no log, config or sibling document beside it"
     launched = _launch_runs(table)
     if launched:  # a report table with no step beside the launches is none of them, nor a run
         flat = [p for p in table.files if isinstance(s := table.sniffs.get(p), Sniff)
