@@ -9,6 +9,7 @@ delimiter is a single character), so a million-row log costs about what pyarrow 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -238,14 +239,14 @@ def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
     except OSError:
         stamp = None
     hit = _RECENT.get(stamp) if stamp else None
-    if hit is not None:
-        return hit[0], list(hit[1])
-    got = _read_columns(path, sniff)
-    if stamp is not None:
-        if len(_RECENT) >= 4:
-            _RECENT.pop(next(iter(_RECENT)))
-        _RECENT[stamp] = got
-    return got[0], list(got[1])
+    if hit is None:
+        hit = _read_columns(path, sniff)
+        if stamp is not None:
+            if len(_RECENT) >= 4:
+                _RECENT.pop(next(iter(_RECENT)))
+            _RECENT[stamp] = hit
+    # a copy of the table's fields (a reader renames or strips them), sharing the arrays
+    return copy.copy(hit[0]), list(hit[1])
 
 
 def launches(path: str, sniff: Sniff) -> list[tuple[int, int]] | None:
