@@ -111,12 +111,20 @@ _SPREAD = re.compile(r"(?P<key>[A-Za-z_][\w./\-]*(?: [A-Za-z_][\w./\-]*){0,3}):\
                      r"(?P<s>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
+# A bracketed counter opening a record: `[01/20] Train Loss: 1.59, …`, `[Epoch 3/30] loss: …`
+_BRACKET_STEP = re.compile(r"^\s*\[(?:(?P<name>[A-Za-z]+)\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\]\s*")
+
+
 def clean_line(line: str) -> str:
     """A log line without its colours, logger prefix and parenthesised remarks after values; a
-    value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field."""
+    value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field; a
+    bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     line = _LOG_PREFIX.sub("", line, count=1)
+    if line.lstrip().startswith("["):
+        line = _BRACKET_STEP.sub(lambda m: f"{(m['name'] or 'step').lower()}: {m['i']}/{m['n']} | ",
+                                 line, count=1)
     if "+/-" in line or "±" in line or "+-" in line:
         line = _SPREAD.sub(lambda m: f"{m['key']}: {m['v']}, {m['key']} std: {m['s']}", line)
     return _REMARK.sub("", line) if "(" in line else line
