@@ -73,9 +73,22 @@ def sqlite_ro_uri(path: str) -> str:
 
 
 def is_mlflow_sqlite(path: str) -> bool:
-    """A sqlite file with MLflow's tables (opened read-only; reads the schema page only)."""
-    if not os.path.isfile(path) or _head(path, 16) != SQLITE_MAGIC:
-        return False
+    """A sqlite file with MLflow's tables (opened read-only; reads the schema page only) — or one
+    SQLite cannot read whose pages still show MLflow's tables (a damaged MLflow store)."""
+    return sqlite_state(path) is not None
+
+
+def sqlite_state(path: str) -> str | None:
+    """"ok" for an MLflow sqlite database, "damaged" for one SQLite refuses whose kind still
+    shows (its schema read from its pages), None for anything else."""
+    if not os.path.isfile(path):
+        return None
+    head = _head(path, 16)
+    if head != SQLITE_MAGIC:
+        # a damaged first page: only a name that says database is worth a look at its pages
+        if not path.lower().endswith((".db", ".sqlite", ".sqlite3")) or len(head) < 16:
+            return None
+        return _damaged(path)
     import sqlite3  # only for a file that starts like a database: start-up stays light
 
     try:
@@ -85,8 +98,17 @@ def is_mlflow_sqlite(path: str) -> bool:
         finally:
             conn.close()
     except sqlite3.Error:
-        return False
-    return MLFLOW_TABLES <= names
+        return _damaged(path)
+    return "ok" if MLFLOW_TABLES <= names else None
+
+
+def _damaged(path: str) -> str | None:
+    from .sqlite_salvage import damaged_kind
+
+    try:
+        return "damaged" if damaged_kind(path) == "MLflow" else None
+    except (OSError, ValueError):
+        return None
 
 
 def _sqlite_stores(folder: str, limit: int = 16) -> list[str]:
@@ -127,8 +149,10 @@ def _classify(path: str) -> tuple[str, str, str, str] | None:
     """`find_store`'s answer as (kind, store, selector, reason)."""
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isfile(path):
-        if is_mlflow_sqlite(path):
-            return ("sqlite", path, "", "an MLflow sqlite database")
+        state = sqlite_state(path)
+        if state is not None:
+            return ("sqlite", path, "", "an MLflow sqlite database" if state == "ok" else
+                    "a damaged MLflow sqlite database (read what can be read of it)")
         return None
     if not os.path.isdir(path):
         return None

@@ -167,8 +167,8 @@ class MlflowSource(BaseSource):
         (runs whose params are equal but for seed and run-identity keys). A deleted run has none:
         it is never another run's seed."""
         rec = self._record(ref)
-        if rec.lifecycle_stage == "deleted":
-            return None
+        if rec.lifecycle_stage == "deleted" or not rec.experiment_id:
+            return None  # a damaged store's run whose row is lost has no known experiment
         return f"mlflow:{self.store.display}#{rec.experiment_id}"
 
     def load_run(self, ref: RunRef) -> Run:

@@ -1,0 +1,1030 @@
+"""What is left of a damaged SQLite store, read table by table and page by page; never a write to it.
+
+SQLite refuses a damaged file whole or query by query ("file is not a database", "database disk
+image is malformed", "malformed database schema (…)"). `recover(path)` keeps what still reads:
+
+- each table SQLite still reads whole is read by SQLite (`mode=ro&immutable=1`);
+- any other table is read page by page, as SQLite's own `.recover` does: the b-tree from the
+  table's root, every page header, cell pointer, varint, record and overflow chain bounds-checked,
+  a page that does not read skipped and named; the rows a lost page held are rebuilt from an index
+  that holds all their columns (MLflow's metrics primary key holds every column), else counted
+  from the index entries that name them (per run id, per trial id…); leaf pages cut off from
+  their tree by a damaged interior page are found again by their shape;
+- the schema itself, when SQLite cannot read it (a damaged first page, a cut tail, a damaged
+  CREATE statement), is read the same way, or found on the pages that hold it;
+- pages shifted by inserted or dropped bytes are realigned (the file is no multiple of its page
+  size: the split point is where pages start to read again at the shifted offset).
+
+What was read is written into a private SQLite file in a temp folder (deleted at exit), which the
+store's own reader then opens as if it were the store: every query it makes works unchanged. What
+could not be read is counted per table; the cause is said as SQLite says it, with where (the first
+damaged page and whether it is zeroed, the page the file ends at, where bytes were inserted), and a
+hint fitting that cause.
+
+Standard library only. It lives with the MLflow adapter, whose reader was first to need it; the
+Optuna/key-step-value and trackio layouts of `local:` use it too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import mmap
+import os
+import re
+import shutil
+import sqlite3
+import struct
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+_PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
+_TABLE_LEAF, _TABLE_INTERIOR, _INDEX_LEAF, _INDEX_INTERIOR = 13, 5, 10, 2
+_BTREE = (_TABLE_LEAF, _TABLE_INTERIOR, _INDEX_LEAF, _INDEX_INTERIOR)
+_SCHEMA_TYPES = ("table", "index", "view", "trigger")
+_KIND_SCAN_BYTES = 64 << 20  # a damaged file's raw bytes looked at for CREATE TABLE names
+_GUESS_PAGES = 4096  # pages looked at to guess the page size of a file whose header is damaged
+_SCHEMA_SCAN_PAGES = 1 << 16  # pages looked at for schema rows cut off from the first page
+
+# which store a set of table names is (most specific first); (kind, tables, how many must be there)
+KINDS: tuple[tuple[str, frozenset[str], int], ...] = (
+    ("MLflow", frozenset({"experiments", "runs", "metrics", "params", "tags", "latest_metrics",
+                          "experiment_tags", "alembic_version"}), 3),
+    ("Optuna", frozenset({"studies", "trials", "trial_params", "trial_values",
+                          "trial_intermediate_values", "study_directions", "version_info"}), 3),
+    ("trackio", frozenset({"metrics", "configs", "system_metrics", "project_metadata"}), 2),
+    ("neptune-scale", frozenset({"run_operations"}), 1),
+)
+
+
+def is_damage(exc: BaseException) -> bool:
+    """An sqlite3 error that says the file is damaged (not locked, missing or mistaken)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def kind_of(names: Iterable[str]) -> str | None:
+    """The store kind a set of table names shows (MLflow, Optuna, trackio, neptune-scale)."""
+    have = set(names)
+    for kind, tables, need in KINDS:
+        if kind == "trackio" and not {"metrics", "configs"} <= have:
+            continue
+        if len(have & tables) >= need:
+            return kind
+    return None
+
+
+# -- pages ------------------------------------------------------------------------------------------
+
+
+def _varint(buf: Any, i: int, end: int) -> tuple[int, int]:
+    v = 0
+    for n in range(9):
+        if i >= end:
+            raise _Bad("varint past the end")
+        b = buf[i]
+        i += 1
+        if n == 8:
+            v = (v << 8) | b
+            break
+        v = (v << 7) | (b & 0x7F)
+        if b < 0x80:
+            break
+    if v >= 1 << 63:
+        v -= 1 << 64
+    return v, i
+
+
+class _Bad(Exception):
+    """A cell, record or page that does not read."""
+
+
+_INT_SIZES = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8}
+
+
+def decode_record(buf: bytes, encoding: str = "utf-8") -> list[Any]:
+    """A SQLite record's values (https://sqlite.org/fileformat2.html#record_format)."""
+    end = len(buf)
+    hsize, i = _varint(buf, 0, end)
+    if hsize < 1 or hsize > end:
+        raise _Bad("record header size")
+    types = []
+    while i < hsize:
+        t, i = _varint(buf, i, hsize)
+        types.append(t)
+    pos = hsize
+    out: list[Any] = []
+    for t in types:
+        if t == 0:
+            out.append(None)
+        elif t in _INT_SIZES:
+            n = _INT_SIZES[t]
+            if pos + n > end:
+                raise _Bad("integer past the end")
+            out.append(int.from_bytes(buf[pos:pos + n], "big", signed=True))
+            pos += n
+        elif t == 7:
+            if pos + 8 > end:
+                raise _Bad("float past the end")
+            out.append(struct.unpack(">d", buf[pos:pos + 8])[0])
+            pos += 8
+        elif t in (8, 9):
+            out.append(t - 8)
+        elif t >= 12:
+            n = (t - 12) // 2
+            if pos + n > end:
+                raise _Bad("text or blob past the end")
+            raw = buf[pos:pos + n]
+            if t % 2:
+                try:
+                    out.append(raw.decode(encoding))
+                except UnicodeDecodeError as exc:
+                    raise _Bad("text that is not in the file's encoding") from exc
+            else:
+                out.append(bytes(raw))
+            pos += n
+        else:
+            raise _Bad("reserved serial type")
+    return out
+
+
+@dataclass
+class _Page:
+    number: int
+    kind: int
+    base: int
+    ptrs: int  # offset of the cell pointer array
+    ncells: int
+    right: int  # the right-most child of an interior page
+
+
+class PageFile:
+    """A SQLite file's pages, read-only (mmap), bounds-checked; a damaged header's page size is
+    guessed from the pages, and bytes inserted or dropped are realigned."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.size = os.path.getsize(path)
+        self._fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.data: Any = (mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
+                          if self.size else b"")
+        d = self.data
+        self.header_ok = self.size >= 100 and d[:16] == SQLITE_MAGIC
+        ps = int.from_bytes(d[16:18], "big") if self.header_ok else 0
+        ps = 65536 if ps == 1 else ps
+        self.header_damaged = not self.header_ok or ps not in _PAGE_SIZES
+        reserved = d[20] if self.header_ok else 0
+        self.page_size = self._guess_page_size() if self.header_damaged else ps
+        self.usable = self.page_size - (reserved if reserved < 32 else 0)
+        enc = int.from_bytes(d[56:60], "big") if self.header_ok else 1
+        self.encoding = {2: "utf-16-le", 3: "utf-16-be"}.get(enc, "utf-8")
+        self.declared = int.from_bytes(d[28:32], "big") if self.header_ok else 0
+        self.freelist = int.from_bytes(d[32:36], "big") if self.header_ok else 0
+        self.shift = 0
+        self.shift_from = 0  # the first page read at the shifted offset
+        self.npages = self.size // self.page_size
+        if self.size % self.page_size and not self.header_damaged:
+            self._align()
+        self.overflow: set[int] = set()  # overflow pages met while reading payloads
+        self.damaged: dict[int, str] = {}  # page → "zeroed" | "unreadable" | "beyond the end"
+
+    def close(self) -> None:
+        if isinstance(self.data, mmap.mmap):
+            self.data.close()
+        self._fh.close()
+
+    # layout
+    def offset(self, pno: int) -> int:
+        off = (pno - 1) * self.page_size
+        return off + self.shift if self.shift_from and pno >= self.shift_from else off
+
+    def _header_at(self, off: int, first: bool) -> tuple[int, int, int] | None:
+        """(kind, cells, pointer array offset) of a b-tree page header at `off`, or None."""
+        ps = self.page_size
+        if off < 0 or off + ps > self.size:
+            return None
+        h = off + (100 if first else 0)
+        d = self.data
+        kind = d[h]
+        if kind not in _BTREE:
+            return None
+        ncells = int.from_bytes(d[h + 3:h + 5], "big")
+        start = int.from_bytes(d[h + 5:h + 7], "big") or 65536
+        hl = 12 if kind in (_TABLE_INTERIOR, _INDEX_INTERIOR) else 8
+        used = h - off + hl + 2 * ncells
+        if used > ps or start > ps or (ncells and start < used) or d[h + 7] > 60:
+            return None
+        return kind, ncells, h + hl
+
+    def _guess_page_size(self) -> int:
+        best, score = 4096, 0.3
+        for ps in _PAGE_SIZES:
+            self.page_size = ps
+            n = min(self.size // ps, _GUESS_PAGES)
+            if n < 2:
+                continue
+            valid = sum(1 for k in range(1, n) if self._header_at(k * ps, False))
+            if valid / (n - 1) > score:
+                best, score = ps, valid / (n - 1)
+        self.page_size = best
+        return best
+
+    def _align(self) -> None:
+        """Bytes inserted (or dropped) inside the file: read the pages after the split point at
+        the shifted offset, when that makes clearly more of them read as b-tree pages."""
+        ps = self.page_size
+        delta = self.size % ps
+        n0 = self.size // ps
+        plain = [0]
+        for k in range(n0):
+            plain.append(plain[-1] + bool(self._header_at(k * ps, k == 0)))
+        best = (0, 0, 0)  # (gain, shift, split: the index of the first shifted page)
+        for shift in (delta, delta - ps):
+            n1 = (self.size - shift) // ps
+            moved = [0]
+            for k in range(n1):
+                moved.append(moved[-1] + bool(self._header_at(k * ps + shift, False)))
+            for s in range(1, min(n0, n1)):
+                after = moved[n1] - moved[s]
+                gain = after - (plain[n0] - plain[s])
+                if gain > best[0] and after >= 2 * (plain[n0] - plain[s]):
+                    best = (gain, shift, s)
+        gain, shift, split = best
+        if gain >= 2:
+            self.shift, self.shift_from = shift, split + 1
+            self.npages = (self.size - shift) // ps
+
+    # pages
+    def btree(self, pno: int) -> _Page | None:
+        if not 1 <= pno <= self.npages:
+            self.damaged.setdefault(pno, "beyond the end")
+            return None
+        base = self.offset(pno)
+        got = self._header_at(base, pno == 1)
+        if got is None:
+            page = self.data[base:base + self.page_size]
+            self.damaged.setdefault(pno, "zeroed" if not any(page) else "unreadable")
+            return None
+        kind, ncells, ptrs = got
+        right = 0
+        if kind in (_TABLE_INTERIOR, _INDEX_INTERIOR):
+            h = base + (100 if pno == 1 else 0)
+            right = int.from_bytes(self.data[h + 8:h + 12], "big")
+        return _Page(pno, kind, base, ptrs, ncells, right)
+
+    def _cells(self, page: _Page) -> Iterator[int]:
+        d = self.data
+        lo = page.ptrs - page.base + 2 * page.ncells
+        for i in range(page.ncells):
+            p = page.ptrs + 2 * i
+            ptr = int.from_bytes(d[p:p + 2], "big")
+            yield page.base + ptr if lo <= ptr < self.usable else -1
+
+    def _payload(self, pos: int, end: int, size: int, table_leaf: bool) -> bytes:
+        u = self.usable
+        x = u - 35 if table_leaf else (u - 12) * 64 // 255 - 23
+        if size < 0:
+            raise _Bad("negative payload size")
+        if size <= x:
+            if pos + size > end:
+                raise _Bad("payload past its page")
+            return bytes(self.data[pos:pos + size])
+        m = (u - 12) * 32 // 255 - 23
+        k = m + (size - m) % (u - 4)
+        local = k if k <= x else m
+        if pos + local + 4 > end:
+            raise _Bad("payload past its page")
+        parts = [self.data[pos:pos + local]]
+        remaining = size - local
+        nxt = int.from_bytes(self.data[pos + local:pos + local + 4], "big")
+        seen: set[int] = set()
+        while remaining > 0:
+            if nxt in seen or not 2 <= nxt <= self.npages:
+                raise _Bad("broken overflow chain")
+            seen.add(nxt)
+            off = self.offset(nxt)
+            n = min(remaining, u - 4)
+            if off + 4 + n > self.size:
+                raise _Bad("overflow page past the end")
+            parts.append(self.data[off + 4:off + 4 + n])
+            remaining -= n
+            nxt = int.from_bytes(self.data[off:off + 4], "big")
+        self.overflow |= seen
+        return b"".join(parts)
+
+    def children(self, page: _Page) -> list[int]:
+        out = []
+        for pos in self._cells(page):
+            if pos >= 0:
+                out.append(int.from_bytes(self.data[pos:pos + 4], "big"))
+        out.append(page.right)
+        return out
+
+    def walk(self, root: int, seen: set[int], damage: dict[int, str] | None = None,
+             interior_cells: bool = False) -> Iterator[_Page]:
+        """The pages of the b-tree at `root`, left to right (leaves; index interior pages too
+        with `interior_cells`); `seen` collects its pages, `damage` the ones that do not read."""
+        stack = [root]
+        while stack:
+            pno = stack.pop()
+            if pno in seen:
+                continue
+            seen.add(pno)
+            page = self.btree(pno)
+            if page is None:
+                if damage is not None:
+                    damage[pno] = self.damaged[pno]
+                continue
+            if page.kind in (_TABLE_INTERIOR, _INDEX_INTERIOR):
+                stack.extend(reversed(self.children(page)))
+                if page.kind == _INDEX_INTERIOR and interior_cells:
+                    yield page
+            else:
+                yield page
+
+    def mark(self, root: int, seen: set[int]) -> None:
+        for _ in self.walk(root, seen):
+            pass
+
+    def table_cells(self, page: _Page) -> Iterator[tuple[int, bytes] | None]:
+        """(rowid, payload) of each cell of a table leaf page; None for a cell that does not read."""
+        end = page.base + self.usable
+        for pos in self._cells(page):
+            try:
+                if pos < 0:
+                    raise _Bad("cell pointer out of its page")
+                size, i = _varint(self.data, pos, end)
+                rowid, i = _varint(self.data, i, end)
+                yield rowid, self._payload(i, end, size, True)
+            except _Bad:
+                yield None
+
+    def index_cells(self, page: _Page) -> Iterator[bytes | None]:
+        end = page.base + self.usable
+        for pos in self._cells(page):
+            try:
+                if pos < 0:
+                    raise _Bad("cell pointer out of its page")
+                i = pos + 4 if page.kind == _INDEX_INTERIOR else pos
+                size, i = _varint(self.data, i, end)
+                yield self._payload(i, end, size, False)
+            except _Bad:
+                yield None
+
+    def mark_freelist(self, seen: set[int]) -> None:
+        trunk, steps = self.freelist, 0
+        while 2 <= trunk <= self.npages and trunk not in seen and steps < self.npages:
+            seen.add(trunk)
+            off = self.offset(trunk)
+            nxt = int.from_bytes(self.data[off:off + 4], "big")
+            count = int.from_bytes(self.data[off + 4:off + 8], "big")
+            for j in range(min(count, (self.usable - 8) // 4)):
+                p = off + 8 + 4 * j
+                seen.add(int.from_bytes(self.data[p:p + 4], "big"))
+            trunk, steps = nxt, steps + 1
+
+    def table_rows(self, root: int, damage: dict[int, str]) -> tuple[dict[int, list[Any]], int, int]:
+        """(rows by rowid, cells that did not read, rows the damaged pages held) of a table
+        b-tree; its damaged pages into `damage`. What a lost page held is its rowid range (an
+        interior cell's key bounds its left child's rowids), less the rows found since."""
+        rows: dict[int, list[Any]] = {}
+        bad = 0
+        seen: set[int] = set()
+        ranges: list[tuple[int, int | None]] = []  # (after, up to) of each damaged page
+        widths: list[int] = []
+        stack: list[tuple[int, int, int | None]] = [(root, -(1 << 63), None)]
+        while stack:
+            pno, lo, hi = stack.pop()
+            if pno in seen:
+                continue
+            seen.add(pno)
+            page = self.btree(pno)
+            if page is None or page.kind not in (_TABLE_LEAF, _TABLE_INTERIOR):
+                damage[pno] = self.damaged.get(pno, "unreadable")
+                ranges.append((lo, hi))
+                continue
+            if page.kind == _TABLE_INTERIOR:
+                kids = []
+                prev = lo
+                for pos in self._cells(page):
+                    if pos < 0:
+                        continue
+                    child = int.from_bytes(self.data[pos:pos + 4], "big")
+                    try:
+                        key, _ = _varint(self.data, pos + 4, page.base + self.usable)
+                    except _Bad:
+                        continue
+                    kids.append((child, prev, key))
+                    if prev > -(1 << 63):
+                        widths.append(key - prev)
+                    prev = key
+                kids.append((page.right, prev, hi))
+                stack.extend(reversed(kids))
+                continue
+            for cell in self.table_cells(page):
+                if cell is None:
+                    bad += 1
+                    continue
+                try:
+                    rows[cell[0]] = decode_record(cell[1], self.encoding)
+                except _Bad:
+                    bad += 1
+        held = 0
+        typical = round(sum(widths) / len(widths)) if widths else 0
+        for lo, hi in ranges:
+            if hi is not None and lo > -(1 << 63):
+                held += max(0, hi - lo)
+            else:
+                held += typical
+        return rows, bad, held
+
+    def index_rows(self, root: int) -> tuple[list[list[Any]], int]:
+        out: list[list[Any]] = []
+        bad = 0
+        for page in self.walk(root, set(), interior_cells=True):
+            for payload in self.index_cells(page):
+                try:
+                    if payload is None:
+                        raise _Bad("cell")
+                    out.append(decode_record(payload, self.encoding))
+                except _Bad:
+                    bad += 1
+        return out, bad
+
+    def schema(self) -> list[tuple[Any, ...]]:
+        """sqlite_master's rows: from page 1's tree, and (when that is damaged) from any other
+        page whose cells are all schema rows."""
+        damage: dict[int, str] = {}
+        rows, _bad, _ = self.table_rows(1, damage)
+        found = [tuple(r) for r in rows.values() if _schema_like(r)]
+        if damage or not found:
+            have = {(r[0], r[1]) for r in found}
+            for pno in range(2, min(self.npages, _SCHEMA_SCAN_PAGES) + 1):
+                got = self._header_at(self.offset(pno), False)
+                if not got or got[0] != _TABLE_LEAF:
+                    continue
+                page = _Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
+                cells = []
+                for cell in self.table_cells(page):
+                    try:
+                        rec = decode_record(cell[1], self.encoding) if cell else None
+                    except _Bad:
+                        rec = None
+                    cells.append(rec)
+                good = [c for c in cells if c is not None and _schema_like(c)]
+                if good and len(good) * 2 >= len(cells):
+                    for r in good:
+                        if (r[0], r[1]) not in have:
+                            have.add((r[0], r[1]))
+                            found.append(tuple(r))
+        return found
+
+    def orphan_leaves(self, seen: set[int]) -> Iterator[tuple[int, list[tuple[int, list[Any]]]]]:
+        """Table leaf pages no tree reached (a damaged interior page lost them): their rows."""
+        for pno in range(2, self.npages + 1):
+            if pno in seen or pno in self.overflow:
+                continue
+            got = self._header_at(self.offset(pno), False)
+            if not got or got[0] != _TABLE_LEAF:
+                continue
+            page = _Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
+            rows = []
+            for cell in self.table_cells(page):
+                with contextlib.suppress(_Bad):
+                    if cell is not None:
+                        rows.append((cell[0], decode_record(cell[1], self.encoding)))
+            if rows:
+                yield pno, rows
+
+
+def _schema_like(r: list[Any]) -> bool:
+    return (len(r) == 5 and r[0] in _SCHEMA_TYPES and isinstance(r[1], str)
+            and isinstance(r[2], str) and (r[3] is None or isinstance(r[3], int))
+            and (r[4] is None or isinstance(r[4], str)))
+
+
+# -- what was recovered -------------------------------------------------------------------------------
+
+
+@dataclass
+class TableLoss:
+    """What one table lost."""
+
+    pages: list[int] = field(default_factory=list)  # its damaged pages
+    rows: int = 0  # rows known lost (named by an index, or cells that did not read)
+    estimated: int = 0  # rows of damaged pages no index names (an estimate from the page sizes)
+    rebuilt: int = 0  # rows rebuilt from an index holding all their columns
+    found: int = 0  # rows of leaf pages found again outside the tree
+    refused: int = 0  # rows read but not valid (NOT NULL, duplicate key)
+    held: int = 0  # rows the damaged pages held (their rowid ranges)
+    by: dict[str, Counter[Any]] = field(default_factory=dict)  # column → value → rows lost
+    unread: str | None = None  # why the table was not read at all
+
+    @property
+    def total(self) -> int:
+        return self.rows + self.estimated + self.refused
+
+
+@dataclass
+class Recovered:
+    """What `recover` could read of a damaged SQLite file."""
+
+    path: str
+    copy: str | None  # the private SQLite file holding what was read (None: nothing read)
+    kind: str | None  # "MLflow", "Optuna", "trackio", "neptune-scale", or None
+    cause: str
+    hint: str
+    rows: dict[str, int]  # rows read per table
+    lost: dict[str, TableLoss]
+    pages: int  # pages in the file
+    damaged_pages: int
+    by_sqlite: list[str]  # tables SQLite still read whole
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def what(self) -> str:
+        return f"a damaged {self.kind} store" if self.kind else "a damaged SQLite file"
+
+    def lost_by(self, table: str, column: str) -> Counter[Any]:
+        loss = self.lost.get(table)
+        return loss.by.get(column, Counter()) if loss else Counter()
+
+    def table_note(self, table: str, label: str | None = None) -> str | None:
+        """One table's loss in words, or None when it lost nothing."""
+        loss = self.lost.get(table)
+        what = label or table
+        if loss is None:
+            return None
+        if loss.unread:
+            return f"{what}: not read ({loss.unread})"
+        how = []
+        if loss.rebuilt:
+            how.append(f"{loss.rebuilt} rebuilt from an index")
+        if loss.found:
+            how.append(f"{loss.found} found on pages cut off from the table")
+        read = f"{what}: {self.rows.get(table, 0)} row(s) read" + (f" ({', '.join(how)})"
+                                                                    if how else "")
+        if not loss.total:
+            return read if how else None
+        count = f"about {loss.total}" if loss.estimated else str(loss.total)
+        where = f" with page(s) {_pages(loss.pages)}" if loss.pages else ""
+        return f"{read}, {count} lost{where}"
+
+    def note(self, tables: Iterable[str] | None = None) -> str:
+        """The one-line note a reader adds to what it read from this file."""
+        names = list(tables) if tables is not None else sorted(self.lost)
+        said = [n for n in (self.table_note(t) for t in names) if n]
+        how = ("read table by table with SQLite" if not self.damaged_pages and self.by_sqlite
+               else "read page by page")
+        tail = "; ".join(said) if said else "no row of its tables lost"
+        return f"{self.name}: {self.what()} ({self.cause}); {how}: {tail}"
+
+
+def _pages(pages: list[int]) -> str:
+    pages = sorted(pages)
+    if len(pages) <= 3:
+        return ", ".join(map(str, pages))
+    return f"{', '.join(map(str, pages[:3]))} and {len(pages) - 3} more"
+
+
+# -- recovery -------------------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple[Any, ...], Recovered] = {}
+_TMP: list[str] = []
+
+
+def _tmpdir() -> str:
+    if not _TMP:
+        _TMP.append(tempfile.mkdtemp(prefix="rundiff-salvage-"))
+        atexit.register(shutil.rmtree, _TMP[0], True)
+    return _TMP[0]
+
+
+def _stat_key(path: str) -> tuple[Any, ...]:
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+def _ro(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1", uri=True)
+
+
+def table_names(path: str) -> tuple[set[str], str | None]:
+    """The table names of a SQLite file (by SQLite, else from its pages, else from the CREATE TABLE
+    statements in its first bytes), and SQLite's error when it could not say them itself."""
+    try:
+        conn = _ro(path)
+        try:
+            return {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}, None
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        error = str(exc)
+    names: set[str] = set()
+    with contextlib.suppress(OSError, ValueError):
+        pf = PageFile(path)
+        try:
+            names = {r[1] for r in pf.schema() if r[0] == "table"}
+        finally:
+            pf.close()
+    if not names:
+        names = _create_names(path)
+    return names, error
+
+
+_CREATE = re.compile(rb"CREATE TABLE (?:IF NOT EXISTS )?[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.I)
+
+
+def _create_names(path: str) -> set[str]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_KIND_SCAN_BYTES)
+    except OSError:
+        return set()
+    return {m.group(1).decode("ascii").lower() for m in _CREATE.finditer(raw)}
+
+
+def damaged_kind(path: str) -> str | None:
+    """The kind of a SQLite file SQLite cannot read whole (None: it reads, or nothing tells)."""
+    key = None
+    with contextlib.suppress(OSError):
+        key = ("kind", *_stat_key(path))
+    if key is not None and key in _CACHE:
+        return _CACHE[key].kind  # type: ignore[union-attr]
+    names, error = table_names(path)
+    if error is None:
+        return None
+    kind = kind_of(names)
+    if key is not None:
+        _CACHE[key] = Recovered(path, None, kind, error, "", {}, {}, 0, 0, [])
+    return kind
+
+
+def recover(path: str, tables: Iterable[str] | None = None, error: str | None = None) -> Recovered:
+    """Read what can be read of the SQLite file at `path` into a private copy (cached per file
+    state and table set). `tables`: only these (None: every table); `error`: what SQLite said."""
+    want = None if tables is None else frozenset(tables)
+    key = (*_stat_key(path), want)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is None:
+            hit = _CACHE[key] = _recover(path, want, error)
+        return hit
+
+
+def _sqlite_schema(path: str) -> tuple[list[tuple[Any, ...]] | None, str | None]:
+    try:
+        conn = _ro(path)
+        try:
+            try:
+                return [tuple(r) for r in conn.execute(
+                    "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master")], None
+            except sqlite3.DatabaseError as exc:
+                first = str(exc)
+            conn.execute("PRAGMA writable_schema = ON")  # a damaged CREATE statement: read past it
+            return [tuple(r) for r in conn.execute(
+                "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master")], first
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return None, str(exc)
+
+
+def _sqlite_table(path: str, name: str) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """Every row of a table as SQLite reads it (rowid first), or None when it does not read."""
+    try:
+        conn = _ro(path)
+        try:
+            conn.execute("PRAGMA writable_schema = ON")
+            q = _quote(name)
+            try:
+                cur = conn.execute(f"SELECT rowid, * FROM {q} NOT INDEXED")
+                cols = [c[0] for c in cur.description][1:]
+                return ["rowid", *cols], cur.fetchall()
+            except sqlite3.OperationalError as exc:
+                if "rowid" not in str(exc):
+                    raise
+                cur = conn.execute(f"SELECT * FROM {q}")
+                return [c[0] for c in cur.description], cur.fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_COLUMN_LINE = re.compile(r'^\s*[,(]?\s*["`\[]?([A-Za-z_][A-Za-z0-9_]*)["`\]]?\s+([A-Za-z]+)', re.M)
+_NOT_COLUMNS = {"constraint", "primary", "foreign", "unique", "check", "create"}
+
+
+def _lenient_create(name: str, sql: str) -> str | None:
+    """A CREATE TABLE for a table whose own statement no longer parses: its column lines."""
+    cols = []
+    for m in _COLUMN_LINE.finditer(sql.split("(", 1)[1] if "(" in sql else ""):
+        col, decl = m.group(1), m.group(2)
+        if col.lower() in _NOT_COLUMNS or col in (c for c, _ in cols):
+            continue
+        cols.append((col, decl))
+    if not cols:
+        return None
+    return f"CREATE TABLE {_quote(name)} ({', '.join(f'{_quote(c)} {d}' for c, d in cols)})"
+
+
+def _literal(text: Any) -> Any:
+    if text is None:
+        return None
+    s = str(text).strip()
+    if len(s) >= 2 and s[0] == s[-1] == "'":
+        return s[1:-1].replace("''", "'")
+    try:
+        return int(s)
+    except ValueError:
+        with contextlib.suppress(ValueError):
+            return float(s)
+    return None
+
+
+@dataclass
+class _Table:
+    name: str
+    root: int
+    sql: str
+    columns: list[str]
+    defaults: list[Any]
+    ipk: int | None  # the INTEGER PRIMARY KEY column (the rowid's alias)
+    rowid: bool
+    indexes: list[tuple[str, int, list[str]]]  # (name, root page, columns)
+    create: str  # the statement that creates it in the copy
+
+
+def _describe(schema: list[tuple[Any, ...]], want: frozenset[str] | None
+              ) -> tuple[dict[str, _Table], dict[str, str], list[str]]:
+    """The tables to read with their columns and indexes (from SQLite parsing the schema's own
+    statements in a scratch database), the tables that cannot be, and the indexes' statements."""
+    scratch = sqlite3.connect(":memory:")
+    tables: dict[str, _Table] = {}
+    unread: dict[str, str] = {}
+    index_sql: list[str] = []
+    try:
+        for typ, name, _tbl, root, sql in schema:
+            if typ != "table" or not isinstance(name, str) or name.startswith("sqlite_"):
+                continue
+            if want is not None and name not in want:
+                continue
+            if not isinstance(sql, str):
+                unread[name] = "its schema entry is damaged"
+                continue
+            create = sql
+            try:
+                scratch.execute(sql)
+            except sqlite3.Error:
+                create = _lenient_create(name, sql) or ""
+                try:
+                    scratch.execute(create)
+                except sqlite3.Error:
+                    unread[name] = "its CREATE statement is damaged"
+                    continue
+            info = scratch.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+            pk = [r for r in info if r[5]]
+            ipk = None
+            if len(pk) == 1 and str(pk[0][2]).upper() == "INTEGER":
+                ipk = pk[0][0]
+            rowid = "WITHOUT ROWID" not in " ".join(sql.upper().split())
+            tables[name] = _Table(name, root if isinstance(root, int) else 0, sql,
+                                  [r[1] for r in info], [_literal(r[4]) for r in info],
+                                  ipk if rowid else None, rowid, [], create)
+        for typ, name, tbl, root, sql in schema:
+            if typ != "index" or tbl not in tables or not isinstance(root, int):
+                continue
+            if isinstance(sql, str):
+                with contextlib.suppress(sqlite3.Error):
+                    scratch.execute(sql)
+                    index_sql.append(sql)
+            try:
+                cols = [r[2] for r in scratch.execute(f"PRAGMA index_info({_quote(name)})")]
+            except sqlite3.Error:
+                continue
+            if cols and all(isinstance(c, str) for c in cols):
+                tables[tbl].indexes.append((name, root, cols))
+    finally:
+        scratch.close()
+    return tables, unread, index_sql
+
+
+def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recovered:
+    schema, schema_error = _sqlite_schema(path)
+    error = error or schema_error
+    by_pages = schema is None  # SQLite cannot read even the schema: nor any table
+    pf = PageFile(path)
+    try:
+        if schema is None:
+            schema = pf.schema()
+        names = {r[1] for r in schema if r[0] == "table"} or _create_names(path)
+        kind = kind_of(names)
+        tables, unread, index_sql = _describe(schema, want)
+        # every tree's pages, the schema's and the free list's: a leaf page none of them reaches
+        # was cut off from its tree by damage
+        reached: set[int] = set()
+        pf.mark(1, reached)
+        for typ, _name, _tbl, root, _sql in schema:
+            if typ in ("table", "index") and isinstance(root, int) and root > 1:
+                pf.mark(root, reached)
+        pf.mark_freelist(reached)
+        rows: dict[str, list[tuple[int | None, list[Any]]]] = {}
+        lost: dict[str, TableLoss] = {n: TableLoss(unread=why) for n, why in unread.items()}
+        by_sqlite = []
+        for name, t in tables.items():
+            got = None if by_pages else _sqlite_table(path, name)
+            if got is not None and _sqlite_fits(got[0], t):
+                has_rowid = got[0][0] == "rowid"
+                rows[name] = [((r[0] if has_rowid else None), list(r[1:] if has_rowid else r))
+                              for r in got[1]]
+                by_sqlite.append(name)
+                continue
+            if not t.rowid:
+                lost[name] = TableLoss(unread="a WITHOUT ROWID table SQLite cannot read")
+                continue
+            rows[name], lost[name] = _page_table(pf, t)
+        damaged_tables = [n for n, loss in lost.items() if loss.pages and n in rows]
+        if damaged_tables:
+            _orphans(pf, reached, tables, rows, lost, damaged_tables)
+        copy = _write_copy(path, tables, rows, lost, index_sql) if rows else None
+        count = {n: len(r) for n, r in rows.items()}
+        cause, hint = _cause(pf, error, pf.damaged, schema_error)
+        kept = {n: v for n, v in lost.items()
+                if v.total or v.unread or v.rebuilt or v.found or v.pages}
+        return Recovered(path, copy, kind, cause, hint, count, kept, pf.npages,
+                         len(pf.damaged), by_sqlite)
+    finally:
+        pf.close()
+
+
+def _sqlite_fits(cols: list[str], t: _Table) -> bool:
+    names = cols[1:] if cols and cols[0] == "rowid" else cols
+    return len(names) == len(t.columns)
+
+
+def _page_table(pf: PageFile, t: _Table) -> tuple[list[tuple[int | None, list[Any]]], TableLoss]:
+    """A table read page by page; the rows of its lost pages rebuilt from (or counted by) its
+    indexes."""
+    loss = TableLoss()
+    if t.root <= 0:
+        loss.unread = "its root page is not known"
+        return [], loss
+    damage: dict[int, str] = {}
+    found, bad, held = pf.table_rows(t.root, damage)
+    loss.pages = sorted(damage)
+    rows: dict[int, list[Any]] = {rid: _fit(vals, t, rid) for rid, vals in found.items()}
+    if loss.pages or bad:
+        named: dict[int, dict[str, Any]] = {}
+        for _iname, iroot, icols in t.indexes:
+            entries, _ibad = pf.index_rows(iroot)
+            for e in entries:
+                if len(e) != len(icols) + 1 or not isinstance(e[-1], int) or e[-1] in rows:
+                    continue
+                named.setdefault(e[-1], {}).update(zip(icols, e[:-1], strict=True))
+        need = [c for i, c in enumerate(t.columns) if i != t.ipk]
+        for rid, known in named.items():
+            if all(c in known for c in need):
+                rows[rid] = [rid if i == t.ipk else known[c] for i, c in enumerate(t.columns)]
+                loss.rebuilt += 1
+            else:
+                loss.rows += 1
+                for c, v in known.items():
+                    loss.by.setdefault(c, Counter())[v] += 1
+        # what no index names: the rowid ranges of the lost pages, less what was found
+        loss.held = max(held, bad)
+        loss.estimated = max(0, loss.held - loss.rows - loss.rebuilt)
+    return [(rid, vals) for rid, vals in sorted(rows.items())], loss
+
+
+def _fit(vals: list[Any], t: _Table, rowid: int) -> list[Any]:
+    n = len(t.columns)
+    if len(vals) < n:
+        vals = vals + t.defaults[len(vals):]
+    vals = vals[:n]
+    if t.ipk is not None and vals[t.ipk] is None:
+        vals[t.ipk] = rowid
+    return vals
+
+
+def _orphans(pf: PageFile, reached: set[int], tables: dict[str, _Table],
+             rows: dict[str, list[tuple[int | None, list[Any]]]], lost: dict[str, TableLoss],
+             damaged_tables: list[str]) -> None:
+    """Leaf pages of a damaged table's tree that its damaged interior page no longer reaches:
+    given to the one damaged table whose rows have their shape."""
+    have = {n: {rid for rid, _ in rows.get(n, [])} for n in damaged_tables}
+    for _pno, found in pf.orphan_leaves(reached):
+        width = {len(vals) for _, vals in found}
+        fits = [n for n in damaged_tables
+                if all(len(tables[n].columns) - 3 <= w <= len(tables[n].columns) for w in width)]
+        if len(fits) != 1:
+            continue
+        name = fits[0]
+        t = tables[name]
+        added = 0
+        for rid, vals in found:
+            if rid not in have[name]:
+                have[name].add(rid)
+                rows[name].append((rid, _fit(vals, t, rid)))
+                added += 1
+        lost[name].found += added
+        lost[name].estimated = max(0, lost[name].estimated - added)
+
+
+def _write_copy(path: str, tables: dict[str, _Table],
+                rows: dict[str, list[tuple[int | None, list[Any]]]], lost: dict[str, TableLoss],
+                index_sql: list[str]) -> str:
+    folder = tempfile.mkdtemp(prefix="copy-", dir=_tmpdir())
+    copy = os.path.join(folder, os.path.basename(path))
+    conn = sqlite3.connect(copy)
+    try:
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        for name, got in rows.items():
+            t = tables[name]
+            try:
+                conn.execute(t.create)
+            except sqlite3.Error:
+                lost[name] = TableLoss(unread="its CREATE statement is damaged")
+                continue
+            cols = ", ".join(_quote(c) for c in t.columns)
+            marks = ", ".join("?" * len(t.columns))
+            before = conn.total_changes
+            with_rowid = [(rid, *vals) for rid, vals in got if rid is not None and t.rowid]
+            plain = [tuple(vals) for rid, vals in got if rid is None or not t.rowid]
+            if with_rowid:
+                conn.executemany(f"INSERT OR IGNORE INTO {_quote(name)} (rowid, {cols}) "
+                                 f"VALUES (?, {marks})", with_rowid)
+            if plain:
+                conn.executemany(f"INSERT OR IGNORE INTO {_quote(name)} ({cols}) VALUES ({marks})",
+                                 plain)
+            refused = len(got) - (conn.total_changes - before)
+            if refused:
+                lost.setdefault(name, TableLoss()).refused += refused
+        for sql in index_sql:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
+    return copy
+
+
+def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
+           schema_error: str | None) -> tuple[str, str]:
+    """SQLite's word for the damage, with where it is, and a hint that fits it."""
+    said = (error or "database disk image is malformed").strip().rstrip(".")
+    ps = pf.page_size
+    if pf.header_damaged:
+        return (f"{said}: its header is damaged",
+                "the file's first page is damaged (a disk, filesystem or copy error); restore it "
+                "from a backup — what its other pages hold was read")
+    if pf.shift_from:
+        n = abs(pf.shift)
+        how = "inserted" if pf.shift > 0 else "missing"
+        return (f"{said}: {n} bytes {how} in page {pf.shift_from - 1} (the {ps}-byte pages "
+                "after it realigned)",
+                f"bytes were {'inserted into' if pf.shift > 0 else 'dropped from'} the file while "
+                "it was copied or stored; copy it again from where it was written")
+    whole = pf.size // ps
+    if pf.declared > whole or pf.size % ps or any(v == "beyond the end" for v in damaged.values()):
+        total = max(pf.declared, whole + 1)
+        return (f"{said}: the file ends at page {whole} of {total} (cut short)",
+                "the file was cut short (a copy or download that stopped early, or a full disk); "
+                "copy it again from where it was written")
+    if damaged:
+        first = min(damaged)
+        zeroed = damaged[first] == "zeroed"
+        where = f" at page {first}" + (" (zeroed)" if zeroed else "")
+        if len(damaged) > 1:
+            where += f" and {len(damaged) - 1} more page(s)"
+        hint = ("a block of the file reads as zeros (a disk, filesystem or copy error); restore "
+                "it from a backup, or let `sqlite3 FILE .recover` rebuild a copy" if zeroed else
+                "pages of the file do not read as SQLite pages (a disk, filesystem or copy "
+                "error); restore it from a backup, or let `sqlite3 FILE .recover` rebuild a copy")
+        return said + where, hint
+    if schema_error:
+        return (said, "a statement of the schema is damaged; the tables whose statements read "
+                "were read")
+    return (said, "restore the file from a backup, or let `sqlite3 FILE .recover` rebuild a copy")
