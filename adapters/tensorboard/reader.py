@@ -101,11 +101,14 @@ def _global_codes(per_file: list[list[str]]) -> tuple[list[str], list[np.ndarray
 def merge(files: list[FileEvents], *, purge: str = "keep", root: str | None = None) -> RunData:
     notes: list[str] = []
     rel = (lambda p: os.path.relpath(p, root)) if root else os.path.basename
+    log_damage: dict[str, list[dict[str, Any]]] = {}
     for f in files:
-        damage = _damage_note(f, rel(f.path))
-        if damage:
-            notes.append(damage)
-            log.warning("%s", damage)
+        damage = _damage_notes(f, rel(f.path))
+        notes.extend(damage)
+        for note in damage:
+            log.warning("%s", note)
+        if f.framing.damage:
+            log_damage[rel(f.path)] = [d.as_meta() for d in f.framing.damage]
 
     offsets = np.cumsum([0] + [len(f.step) for f in files])
     ev_step = np.concatenate([f.step for f in files]) if files else np.empty(0, np.int64)
@@ -212,12 +215,16 @@ def merge(files: list[FileEvents], *, purge: str = "keep", root: str | None = No
         {
             "event_files": [
                 {"file": rel(f.path), "bytes": f.framing.size, "records": f.n_records,
-                 "events": len(f.step)} for f in files
+                 "events": len(f.step)}
+                | ({"truncated_tail": f.framing.truncated_tail} if f.framing.truncated_tail else {})
+                for f in files
             ],
             "file_version": fvs[0] if len(fvs) == 1 else fvs,
             "purge": purge,
         }
     )
+    if log_damage:
+        meta["log_damage"] = log_damage  # per file: byte ranges, records skipped, repeats dropped
     if writers:
         meta["source_writer"] = writers[0] if len(writers) == 1 else writers
     data.config, data.notes, data.events, data.meta = config, notes, events, meta
@@ -228,21 +235,72 @@ def _clip(names: list[str], n: int = 8) -> str:
     return ", ".join(names[:n]) + (f", … ({len(names) - n} more)" if len(names) > n else "")
 
 
-def _damage_note(f: FileEvents, name: str) -> str | None:
+DAMAGE_NOTES = 5  # damaged stretches told one by one per file; the rest in one sum
+
+
+def _damage_notes(f: FileEvents, name: str) -> list[str]:
+    """What one file's damage cost, said as found: one note per damaged stretch (its bytes, the
+    records seen in it and not read, the bytes that frame no record, repeats dropped after it),
+    the truncated tail, unparseable records, and the good records kept."""
     fr = f.framing
-    parts = []
+    notes = [_stretch_note(name, d) for d in fr.damage[:DAMAGE_NOTES]]
+    more = fr.damage[DAMAGE_NOTES:]
+    if more:
+        counted = sum(d.skipped for d in more)
+        unframed = sum(d.unframed for d in more)
+        notes.append(f"{name}: {len(more)} more damaged stretch(es), {sum(d.size for d in more):,} "
+                     f"byte(s) in all; {counted:,} record(s) skipped (their CRCs fail)"
+                     + (f"; {unframed:,} byte(s) in which no record can be framed" if unframed else "")
+                     + (f"; {sum(d.repeated for d in more):,} repeated record(s) dropped"
+                        if any(d.repeated for d in more) else ""))
     if fr.truncated_tail:
-        parts.append(f"truncated record at the end skipped ({fr.truncated_tail} bytes)")
-    if fr.bad_length_crc:
-        parts.append(f"{fr.bad_length_crc} damaged record header(s) (length CRC) — resynchronised, "
-                     f"{fr.skipped_bytes} bytes skipped")
-    if fr.bad_data_crc:
-        parts.append(f"{fr.bad_data_crc} record(s) with a bad data CRC skipped")
+        notes.append(f"{name}: truncated record at the end skipped ({fr.truncated_tail} bytes from "
+                     f"byte {fr.size - fr.truncated_tail:,}: a record begun and not finished — a "
+                     "writer still running, or stopped mid-write)")
     if f.unparseable:
-        parts.append(f"{f.unparseable} unparseable record(s) skipped")
-    if not parts:
-        return None
-    return f"{name}: " + "; ".join(parts) + f"; {len(f.step)} good record(s) kept"
+        notes.append(f"{name}: {f.unparseable} unparseable record(s) skipped (their CRCs check, "
+                     "their bytes are not an Event)")
+    if notes:
+        notes[-1] += f"; {len(f.step):,} good record(s) kept"
+    return notes
+
+
+def _stretch_note(name: str, d: Any) -> str:
+    what = f"{name}: bytes {d.start:,}–{d.end:,} unreadable ({d.size:,} byte(s)"
+    if d.zero_bytes == d.size:
+        what += ", all zero"
+    elif 2 * d.zero_bytes >= d.size:
+        what += f", {d.zero_bytes:,} of them zero"
+    what += ")"
+    if d.seam >= 0:
+        what += (f"; the seam of a repeated region: from byte {d.seam:,} the file repeats the "
+                 f"{d.shift:,} byte(s) before it, so the record begun here is read whole in the "
+                 "repeat; no record lost")
+    else:
+        kinds = []
+        if d.bad_data:
+            kinds.append(f"{d.bad_data:,} whose header checks but whose data CRC fails")
+        if d.bad_header:
+            kinds.append(f"{d.bad_header:,} whose header is damaged but whose data CRC checks")
+        if kinds:
+            what += f"; {d.skipped:,} record(s) skipped ({', '.join(kinds)})"
+        if d.unframed:
+            what += (f"; {'' if not kinds else 'and '}{d.unframed:,} byte(s) in which no record can be framed"
+                     " — the records lost there, if any, cannot be counted (TFRecord does not "
+                     "number its records)")
+        elif not kinds:
+            what += "; no record lost"
+    if d.gave_up:
+        what += (f"; the search for the next record whose CRCs check gave up (its budget spent): "
+                 f"the last {d.size:,} byte(s) of the file were not read")
+    elif d.at_end:
+        what += "; no record whose CRCs check after them (the end of the file)"
+    else:
+        what += "; reading resumed at the next record whose CRCs check"
+    if d.repeated:
+        what += (f"; the {d.repeated:,} record(s) after them repeat, byte for byte, records already "
+                 f"read ({d.shift:,} byte(s) earlier: a repeated region) and were dropped")
+    return what
 
 
 def _order_notes(data: RunData, p_event: np.ndarray, ev_file: np.ndarray, files: list[FileEvents],

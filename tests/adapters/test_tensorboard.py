@@ -155,7 +155,7 @@ class TestTensorBoardContract(AdapterContract):
         data[len(data) // 2] ^= 0xFF  # one record's data CRC fails
         with open(path, "wb") as fh:
             fh.write(bytes(data[:-7]))  # and the last record is cut short
-        return CorruptRun(f"tb:{run_dir}", path, expect=("1 record(s) with a bad data CRC skipped",
+        return CorruptRun(f"tb:{run_dir}", path, expect=("1 record(s) skipped (1 whose header checks but whose data CRC fails)",
                                                          "truncated record at the end skipped"))
 
 

@@ -108,7 +108,8 @@ def test_header_lookalike_inside_a_record_falls_back_to_the_walk(tmp_path):
     assert lookalike in data
     from rundiff_adapters.tensorboard import tfrecord
 
-    assert tfrecord._chain(data, len(data)) is None  # the fast path refuses, the walk is used
+    fr = tfrecord.frame_records(data)
+    assert not fr.fast and not fr.damaged  # the clean chain refuses, the walk steps over them
     assert framed(data) == reference_records(data) and len(framed(data)) == 7
     run = load_run(f"tb:{run_dir}")
     assert run.history()["value"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
@@ -144,7 +145,7 @@ def test_truncated_tail_at_every_cut_keeps_the_complete_records(tmp_path):
         h = run.history()
         assert len(h) == 9, cut  # ten scalars were written; the last record is cut
         note = next(n for n in run.fidelity if "truncated record at the end" in n)
-        assert f"({cut - last} bytes)" in note
+        assert f"({cut - last} bytes from byte {last:,}" in note
 
 
 def test_bad_data_crc_skips_only_that_record(tmp_path, caplog):
@@ -158,8 +159,13 @@ def test_bad_data_crc_skips_only_that_record(tmp_path, caplog):
         run = load_run(f"tb:{tmp_path / 'r'}")
     h = run.history()
     assert len(h) == 79  # 80 written, one record skipped; TensorBoard would stop at record 21
-    assert any("1 record(s) with a bad data CRC skipped" in n for n in run.fidelity)
-    assert len([r for r in caplog.records if "bad data CRC" in r.getMessage()]) == 1
+    told = (f"bytes {target:,}–{offs[22]:,} unreadable ({offs[22] - target} byte(s)); 1 record(s) "
+            "skipped (1 whose header checks but whose data CRC fails); reading resumed at the next "
+            "record whose CRCs check")
+    assert any(told in n for n in run.fidelity), run.fidelity
+    assert len([r for r in caplog.records if "data CRC fails" in r.getMessage()]) == 1
+    (d,) = run.meta["log_damage"][os.path.basename(path)]
+    assert d["bytes"] == [[target, offs[22]]] and d["records_lost"] == 1 and d["bad_data_crc"] == 1
 
 
 def test_bad_length_crc_resynchronises(tmp_path):
@@ -174,8 +180,10 @@ def test_bad_length_crc_resynchronises(tmp_path):
         run = load_run(f"tb:{tmp_path / 'r'}")
         h = run.history()
         assert len(h) == 79, why  # only record 30 is lost; everything after it is found again
-        note = next(n for n in run.fidelity if "damaged record header" in n)
-        assert f"{offs[31] - offs[30]} bytes skipped" in note, (why, note)
+        note = next(n for n in run.fidelity if "unreadable" in n)
+        assert f"bytes {offs[30]:,}–{offs[31]:,} unreadable ({offs[31] - offs[30]} byte(s))" in note
+        # its data still checks against its own CRC, read back from the next good record
+        assert "1 record(s) skipped (1 whose header is damaged but whose data CRC checks)" in note
 
 
 def test_unparseable_record_is_skipped_and_counted(tmp_path):
@@ -205,7 +213,9 @@ def test_garbage_file_gives_notes_not_tracebacks(tmp_path):
     (run_dir / "events.out.tfevents.4.host").write_bytes(b"\x01\x02\x03")
     run = load_run(f"tb:{run_dir}")
     assert run.history().empty
-    assert sum("skipped" in n for n in run.fidelity) == 2
+    notes = " | ".join(run.fidelity)
+    assert "bytes 0–5,000 unreadable (5,000 byte(s)); 5,000 byte(s) in which no record can be framed" in notes
+    assert "truncated record at the end skipped (3 bytes from byte 0" in notes
 
 
 # -- the wire scanner --------------------------------------------------------------------------------

@@ -1,12 +1,21 @@
 """TFRecord framing rules under every single-byte damage, against an independent reader.
 
 The rules (adapters/tensorboard/tfrecord.py): records are `u64 length | masked crc32c(length) |
-data | masked crc32c(data)`; a record whose data CRC fails is skipped and counted; a header whose
-length CRC fails is counted and framing resumes at the next offset holding a valid header whose
-record fits in the file (the bytes in between are counted as skipped); an incomplete record at
-the end is the truncated tail. `reference_framing` below implements exactly that, one byte at a
-time in plain Python; `frame_records` (a vectorised fast path plus a careful walk) must agree
-with it on the file cut at every length and with every byte flipped.
+data | masked crc32c(data)`; a record is read only when both CRCs check. From offset 0, each good
+record is followed by the one where it ends; where none whose two CRCs check starts, reading
+resumes at the first offset after that point where one does (byte by byte), and the bytes between
+are a damaged stretch. A stretch is described as found: from its front, records whose header
+checks (and whose record fits in the file) but whose data CRC fails; from its back, records whose
+data CRC checks but whose header is damaged (the whole remaining span first, then every start at
+most 4,096 bytes back, the nearest wins; at most eight); the bytes left over frame nothing. The
+records right after a stretch that repeat, byte for byte, records already kept are dropped; the
+first one's distance back to its copy is the stretch's shift, and a stretch whose bytes are the
+start of what is read `shift` bytes later and a copy of what was read `shift` bytes earlier is a
+repeated region's seam. Fewer than 12 bytes left, or a header that checks whose record runs past
+the end, with no good record after it, is the truncated tail; anything else with no good record
+after it is a stretch at the end. `reference_framing` below implements exactly that, one byte at
+a time in plain Python; `frame_records` (a vectorised chain plus a walk per break) must agree with
+it on the file cut at every length, with every byte flipped, and on random damage.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("crc32c")
 from crc32c import crc32c  # noqa: E402
+from rundiff_adapters.tensorboard import tfrecord  # noqa: E402
 from rundiff_adapters.tensorboard.tfrecord import frame_records  # noqa: E402
 
 
@@ -34,54 +44,90 @@ def record(payload: bytes) -> bytes:
 
 
 def reference_framing(data: bytes) -> dict:
-    size, pos = len(data), 0
-    out = {"records": [], "bad_length_crc": 0, "bad_data_crc": 0, "skipped_bytes": 0,
-           "truncated_tail": 0, "bad_offsets": []}
-    bad_data_offsets = []
+    size = len(data)
+    u32 = lambda p: struct.unpack_from("<I", data, p)[0]  # noqa: E731
+    length = lambda p: struct.unpack_from("<Q", data, p)[0]  # noqa: E731
 
     def header_ok(p: int) -> bool:
-        return mcrc(data[p:p + 8]) == struct.unpack_from("<I", data, p + 8)[0]
+        return size - p >= 12 and mcrc(data[p:p + 8]) == u32(p + 8)
 
-    def fits(p: int) -> bool:
-        # As the code stands: a header within the last 16 bytes, where no whole record can fit,
-        # is accepted whatever its length (it then reads as the truncated tail); further back,
-        # its record must fit in the file. (The first half comes from an unsigned wrap-around
-        # in `_resync`'s bound; it happens to report a cut last record as the tail.)
-        return p > size - 16 or struct.unpack_from("<Q", data, p)[0] <= size - p - 16
+    def head(p: int) -> bool:  # a header that checks, its record inside the file
+        return header_ok(p) and p + 16 + length(p) <= size
 
+    def valid(p: int) -> bool:
+        return head(p) and mcrc(data[p + 12:p + 12 + length(p)]) == u32(p + 12 + length(p))
+
+    def body(p: int) -> bytes:
+        return data[p:p + 16 + length(p)]
+
+    def ending_at(lo: int, e: int) -> int | None:
+        def ok(s: int) -> bool:
+            return mcrc(data[s + 12:e - 4]) == u32(e - 4)
+        if ok(lo):
+            return lo
+        return next((s for s in range(e - 16, max(lo + 1, e - 4096) - 1, -1) if ok(s)), None)
+
+    def describe(a: int, e: int, at_end: bool) -> dict:
+        d = {"start": a, "end": e, "zero": data[a:e].count(0), "bad_data": 0, "bad_header": 0,
+             "unframed": 0, "repeated": 0, "shift": 0, "seam": -1, "at_end": at_end}
+        p = a
+        while p < e and head(p):
+            d["bad_data"] += 1
+            p = min(e, p + 16 + length(p))
+        for _ in range(8):
+            if e - p < 16 or (s := ending_at(p, e)) is None:
+                break
+            d["bad_header"] += 1
+            e = s
+        d["unframed"] = e - p
+        return d
+
+    out = {"records": [], "tail": 0, "damage": []}
+    last_kept: dict[bytes, int] = {}
+    pos = 0
     while pos < size:
-        if size - pos < 12:
-            out["truncated_tail"] = size - pos
-            break
-        if not header_ok(pos):
-            out["bad_length_crc"] += 1
-            if len(out["bad_offsets"]) < 5:
-                out["bad_offsets"].append(pos)
-            nxt = next((p for p in range(pos + 1, size - 11) if fits(p) and header_ok(p)), size)
-            out["skipped_bytes"] += nxt - pos
-            pos = nxt
+        if valid(pos):
+            out["records"].append((pos + 12, length(pos)))
+            last_kept[body(pos)] = pos
+            pos += 16 + length(pos)
             continue
-        (n,) = struct.unpack_from("<Q", data, pos)
-        if pos + 16 + n > size:
-            out["truncated_tail"] = size - pos
+        nxt = next((p for p in range(pos + 1, size - 15) if valid(p)), None)
+        if nxt is None:
+            if size - pos < 12 or (header_ok(pos) and not head(pos)):
+                out["tail"] = size - pos
+            else:
+                out["damage"].append(describe(pos, size, True))
             break
-        body = data[pos + 12:pos + 12 + n]
-        if mcrc(body) == struct.unpack_from("<I", data, pos + 12 + n)[0]:
-            out["records"].append((pos + 12, n))
-        else:
-            out["bad_data_crc"] += 1
-            bad_data_offsets.append(pos)
-        pos += 16 + n
-    out["bad_offsets"] += bad_data_offsets[: max(0, 5 - len(out["bad_offsets"]))]
+        d = describe(pos, nxt, False)
+        out["damage"].append(d)
+        pos = nxt
+        while pos < size and valid(pos) and body(pos) in last_kept:
+            if not d["repeated"]:
+                d["shift"] = pos - last_kept[body(pos)]
+            d["repeated"] += 1
+            pos += 16 + length(pos)
+    holes = [(d["start"], d["end"]) for d in out["damage"]] + ([(size - out["tail"], size)] if out["tail"] else [])
+    for d in out["damage"]:
+        a, e = d["start"], d["end"]
+        D = d["shift"] if d["repeated"] else (0 if d["at_end"] else e - a)
+        if D <= 0 or e + D > size:
+            continue
+        k = next((k for k in range(e - a) if data[a + k] != data[a + D + k]), e - a)
+        x = a + k
+        spans = [(a + D, x + D), (x - D, e - D)]
+        if x - D >= 0 and data[x:e] == data[x - D:e - D] and not any(
+                lo < hi and s < hi and lo < t for lo, hi in spans for s, t in holes):
+            d["seam"], d["shift"] = x, D
     return out
 
 
 def framing_of(data: bytes) -> dict:
     fr = frame_records(data)
     return {"records": list(zip(fr.starts.tolist(), fr.lengths.tolist(), strict=True)),
-            "bad_length_crc": fr.bad_length_crc, "bad_data_crc": fr.bad_data_crc,
-            "skipped_bytes": fr.skipped_bytes, "truncated_tail": fr.truncated_tail,
-            "bad_offsets": fr.bad_offsets}
+            "tail": fr.truncated_tail,
+            "damage": [{"start": d.start, "end": d.end, "zero": d.zero_bytes, "bad_data": d.bad_data,
+                        "bad_header": d.bad_header, "unframed": d.unframed, "repeated": d.repeated,
+                        "shift": d.shift, "seam": d.seam, "at_end": d.at_end} for d in fr.damage]}
 
 
 PAYLOADS = [b"", b"a", b"hello world", bytes(range(40)), b"\x00" * 9, b"z" * 120, b"tail"]
@@ -110,11 +156,11 @@ def test_rule_framing_equals_the_reference_with_any_byte_flipped(payloads):
 
 
 def test_rule_two_damaged_regions_and_garbage_between_records():
-    """Several bad headers (more than the five offsets kept), garbage runs, bad data CRCs."""
+    """Many bad headers, garbage runs, bad data CRCs: each stretch told as found."""
     rng = np.random.default_rng(5)
     parts = []
     for i in range(20):
-        rec = bytearray(record(rng.bytes(int(rng.integers(0, 60)))))
+        rec = bytearray(record(rng.bytes(int(rng.integers(1, 60)))))
         if i % 3 == 1:
             rec[2] ^= 0x10  # bad length CRC
         if i % 4 == 2:
@@ -124,53 +170,90 @@ def test_rule_two_damaged_regions_and_garbage_between_records():
             parts.append(rng.bytes(int(rng.integers(1, 30))))  # garbage between records
     data = b"".join(parts)
     ref = reference_framing(data)
-    assert ref["bad_length_crc"] > 5 and ref["bad_data_crc"] >= 1 and ref["skipped_bytes"] > 0
+    dmg = ref["damage"]
+    assert len(dmg) > 5 and sum(d["bad_data"] for d in dmg) >= 1 and sum(d["bad_header"] for d in dmg) >= 1
+    assert sum(d["unframed"] for d in dmg) > 0
     assert framing_of(data) == ref
 
 
 def test_rule_resync_crosses_the_search_chunks_of_a_large_file():
-    """A damaged header before a 2.5 MiB record: the search for the next header runs over more
-    than two 1 MiB chunks (and the fast path's 1 MiB windows see a multi-window file)."""
+    """A damaged header before a 2.5 MiB record: the heads are scanned over more than two 1 MiB
+    chunks, and a record whose header is damaged is found back from the next good one."""
     rng = np.random.default_rng(7)
     big = rng.bytes(5 * (1 << 20) // 2)
     first = bytearray(record(b"x" * 10))
-    first[9] ^= 0x04  # its length CRC fails
+    first[9] ^= 0x04  # its length CRC fails; its data still checks
     data = bytes(first) + record(big) + record(b"after")
     damaged = bytearray(data)
-    damaged[len(first) + 3] ^= 0x01  # and the big record's header too: resync runs to "after"
+    damaged[len(first) + 3] ^= 0x01  # and the big record's header too
     # the reference is quadratic on megabytes of garbage: these answers are worked out by hand
     after = len(data) - 21  # offset of the last record (16 bytes of framing + 5 of data)
-    assert framing_of(data) == {
-        "records": [(len(first) + 12, len(big)), (after + 12, 5)], "bad_length_crc": 1,
-        "bad_data_crc": 0, "skipped_bytes": len(first), "truncated_tail": 0, "bad_offsets": [0]}
-    # one resynchronisation jumps from 0 over both damaged headers and the big record to "after"
-    assert framing_of(bytes(damaged)) == {
-        "records": [(after + 12, 5)], "bad_length_crc": 1, "bad_data_crc": 0,
-        "skipped_bytes": after, "truncated_tail": 0, "bad_offsets": [0]}
+    one = {"start": 0, "end": len(first), "zero": bytes(first).count(0), "bad_data": 0,
+           "bad_header": 1, "unframed": 0, "repeated": 0, "shift": 0, "seam": -1, "at_end": False}
+    assert framing_of(data) == {"records": [(len(first) + 12, len(big)), (after + 12, 5)], "tail": 0,
+                                "damage": [one]}
+    # one stretch from 0 over both damaged headers to "after": the small record is found from the
+    # back only when it is the whole span, and the big one lies beyond the 4 KiB window
+    got = framing_of(bytes(damaged))
+    assert got["records"] == [(after + 12, 5)] and got["tail"] == 0
+    (d,) = got["damage"]
+    assert (d["start"], d["end"], d["bad_data"], d["bad_header"], d["unframed"]) == (0, after, 0, 0, after)
     step = 16 + len(big)
     clean = record(big) * 4 + record(b"end")[:-3]  # 4 big records, then a record cut short
-    assert framing_of(clean) == {
-        "records": [(i * step + 12, len(big)) for i in range(4)], "bad_length_crc": 0,
-        "bad_data_crc": 0, "skipped_bytes": 0, "truncated_tail": len(record(b"end")) - 3, "bad_offsets": []}
+    assert framing_of(clean) == {"records": [(i * step + 12, len(big)) for i in range(4)],
+                                 "tail": len(record(b"end")) - 3, "damage": []}
 
 
 @pytest.mark.parametrize("payloads", [PAYLOADS, [b"q" * 3] * 40], ids=["mixed", "uniform"])
 def test_rule_clean_files_and_cut_tails_take_the_fast_path(payloads):
-    """Performance is a rule too: a file whose only damage is a cut tail is framed without the
-    record-by-record walk (`_chain` answers), and gives the reference's records. (A file of a
-    single whole record plus a cut tail may take the walk: the chain needs a successor.)"""
-    from rundiff_adapters.tensorboard.tfrecord import _chain
-
+    """Performance is a rule too: a file whose only damage is a cut tail is framed by the clean
+    chain alone (no walk), and gives the reference's records."""
     data = b"".join(map(record, payloads))
     for cut in range(len(data) + 1):
         ref = reference_framing(data[:cut])
-        if len(ref["records"]) < 2:
+        if not ref["records"]:
             continue
-        fast = _chain(data[:cut], cut)
-        assert fast is not None, cut
-        offs, tail = fast
-        assert [o + 12 for o in offs.tolist()] == [s for s, _n in ref["records"]], cut
-        assert tail == ref["truncated_tail"] and offs.dtype == np.int64
+        fr = frame_records(data[:cut])
+        assert fr.fast, cut
+        assert framing_of(data[:cut]) == ref, cut
+        assert fr.starts.dtype == np.int64 and fr.lengths.dtype == np.int64
+
+
+def test_rule_a_repeated_region_is_dropped_and_its_seam_costs_nothing():
+    """A region repeated at every offset of a file of distinct records: the repeated records are
+    dropped, none is lost, and the seam between the two copies is said to cost nothing."""
+    payloads = [f"event {i:03d} ".encode() * (1 + i % 4) for i in range(40)]
+    data = b"".join(map(record, payloads))
+    starts = np.cumsum([0] + [16 + len(p) for p in payloads])[:-1].tolist()
+    for at in range(0, len(data) - 300, 7):
+        for span in (64, 150, 299):
+            blob = data[:at + span] + data[at:at + span] + data[at + span:]
+            ref = reference_framing(blob)
+            assert framing_of(blob) == ref, (at, span)
+            kept = [blob[s - 12:s + 4 + n] for s, n in ref["records"]]
+            if at + span in starts:  # the copy starts on a record boundary: nothing is damaged,
+                continue  # and a writer that wrote the same bytes twice looks the same
+            assert sorted(kept) == sorted(record(p) for p in payloads), (at, span)
+            (d,) = ref["damage"]
+            assert d["seam"] >= 0 and d["shift"] == span, (at, span)
+
+
+def test_rule_a_search_gives_up_when_its_budget_is_spent(monkeypatch):
+    """Headers that check but that no chain reaches (each followed by bytes that are not its data)
+    are hashed one by one by the search; when the budget is spent it gives up and says so."""
+    fake = struct.pack("<Q", 100)
+    fake = fake + struct.pack("<I", mcrc(fake)) + b"\x07" * 50  # claims 100 bytes; its successor
+    # would start inside the next fake's bytes, so no chain reaches any of them
+    data = record(b"good") + b"\xff" * 3 + fake * 40 + record(b"late")
+    monkeypatch.setattr(tfrecord, "RESYNC_BUDGET", 500)
+    fr = frame_records(data)
+    assert [data[s:s + n] for s, n in zip(fr.starts.tolist(), fr.lengths.tolist(), strict=True)] == [b"good"]
+    (d,) = fr.damage
+    assert d.gave_up and d.at_end and d.start == 20 and d.end == len(data) and d.lost is None
+    monkeypatch.setattr(tfrecord, "RESYNC_BUDGET", 1 << 20)
+    fr = frame_records(data)
+    assert fr.lengths.tolist() == [4, 4] and not fr.damage[0].gave_up
+    assert (fr.damage[0].start, fr.damage[0].end) == (20, len(data) - 20)
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00" * 7, b"\x00" * 40, record(b"x")[:-1]])
@@ -181,8 +264,8 @@ def test_rule_empty_and_garbage_files_give_typed_empty_framings(data):
 
 
 def test_rule_damage_and_a_cut_tail_together():
-    """A bad header earlier in the file (careful walk + resync) and the end cut at every length
-    of its last records; the file ends with an empty record (the walk's last offset exactly)."""
+    """A bad header earlier in the file (the walk) and the end cut at every length of its last
+    records; the file ends with an empty record (the walk's last offset exactly)."""
     payloads = [b"a" * 5, b"bb", b"c" * 30, b"", b"d" * 3, b""]
     data = b"".join(map(record, payloads))
     starts = np.cumsum([0] + [16 + len(p) for p in payloads])[:-1].tolist()
