@@ -29,7 +29,7 @@ KINDS = ("store", "records", "table", "columns", "document", "text", "unknown")
 #: 36 Python-dict lines in a 5,207-line SLURM log of a Ray Tune search are not that log's
 #: content (the HF Trainer logs rundiff reads hold 3.7–40% records; nanoGPT/llm.c logs 92–100%).
 MIN_RECORD_SHARE = 0.02
-MAX_DOCUMENT_BYTES = 64 << 20  # a JSON object larger than this is not parsed to be sniffed
+MAX_DOCUMENT_BYTES = 16 << 20  # a JSON object larger than this is not parsed to be sniffed (said so)
 
 
 class Shape(rundiff_core.PlainRecord):

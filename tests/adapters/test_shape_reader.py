@@ -240,3 +240,25 @@ def test_tracker_metadata_is_shown_by_ls(source, capsys):
     assert rows and all({"host", "program"} <= set(r.get("metadata", {})) for r in rows), rows
     assert main(["ls", str(tree), "--no-points"]) == 0
     assert capsys.readouterr().out.count("  metadata: ") == len(rows)
+
+
+def test_a_hostile_file_costs_bounded_time_and_is_said(tmp_path):
+    """A sparse GiB that opens like JSON, a GiB of one text line, a deeply nested document: each
+    is decided from a bounded read, quickly, and said."""
+    import time
+
+    huge = tmp_path / "history.json"
+    with open(huge, "wb") as fh:
+        fh.write(b'{"loss": [' + b"0.5, " * 8000)  # its head is text: not binary
+        fh.truncate(1 << 30)
+    line = tmp_path / "train.log"
+    with open(line, "wb") as fh:
+        fh.write(b"loss: 1 " * 1000)
+        fh.truncate(1 << 30)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    t0 = time.perf_counter()
+    assert shape_of(str(huge)).detail == "larger than 16 MiB"
+    assert shape_of(str(line)).kind == "unknown"
+    assert shape_of(str(deep)).kind == "unknown"
+    assert time.perf_counter() - t0 < 10  # bounded reads: a guard against a hang, not a bench
