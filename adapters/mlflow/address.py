@@ -64,12 +64,46 @@ def store_from_path(path: str) -> tuple[Store, str]:
         if not os.path.exists(os.path.expanduser(path)):
             raise InputError(f"no such MLflow store: {path}",
                              hint="give an mlruns/ folder, a sqlite file, or a tracking URI")
+        damaged_sqlite(path)
         raise InputError(
             f"{path} is not an MLflow store",
             hint="give an mlruns/ folder (numbered experiment folders with meta.yaml), an MLflow "
             "sqlite database, or a folder holding one",
         )
     return Store(found.kind, found.store), found.selector
+
+
+def damaged_sqlite(path: str) -> None:
+    """A SQLite file SQLite refuses is said to be damaged (and of which kind, when its pages
+    still tell) instead of "not an MLflow store"; anything else returns."""
+    import sqlite3
+
+    from .sqlite_salvage import is_damage, kind_of, table_names
+
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+        if head != b"SQLite format 3\x00" and not path.lower().endswith(
+                (".db", ".sqlite", ".sqlite3")):
+            return
+        names, error = table_names(path)
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        if isinstance(exc, sqlite3.Error) and not is_damage(exc):
+            return
+        names, error = set(), str(exc)
+    if error is None or (head != b"SQLite format 3\x00" and not names):
+        return
+    name = os.path.basename(path)
+    kind = kind_of(names)
+    if kind is None:
+        raise InputError(f"{name}: a damaged SQLite file whose kind cannot be told ({error})",
+                         hint="restore it from a backup, or let `sqlite3 FILE .recover` rebuild "
+                         "a copy of what SQLite can read")
+    raise InputError(f"{name}: a damaged {kind} store ({error}), not an MLflow store",
+                     hint=f"read it as what it is: rundiff ls local:{path}")
 
 
 def sqlite_path(uri: str) -> str:
@@ -91,6 +125,7 @@ def store_from_text(text: str) -> tuple[Store, str]:
                 raise InputError(f"no such MLflow database: {path} (from {text})",
                                  hint="sqlite:///rel.db is relative to the working directory; "
                                  "sqlite:////abs.db is absolute")
+            damaged_sqlite(path)
             raise InputError(f"{path} is not an MLflow sqlite database (no runs/metrics tables)")
         return Store("sqlite", os.path.abspath(path)), ""
     if low.startswith("file:"):

@@ -529,6 +529,7 @@ class TableLoss:
     found: int = 0  # rows of leaf pages found again outside the tree
     refused: int = 0  # rows read but not valid (NOT NULL, duplicate key)
     held: int = 0  # rows the damaged pages held (their rowid ranges)
+    missing: dict[int, dict[str, Any]] = field(default_factory=dict)  # rowid → what indexes say
     by: dict[str, Counter[Any]] = field(default_factory=dict)  # column → value → rows lost
     unread: str | None = None  # why the table was not read at all
 
@@ -579,6 +580,9 @@ class Recovered:
         read = f"{what}: {self.rows.get(table, 0)} row(s) read" + (f" ({', '.join(how)})"
                                                                     if how else "")
         if not loss.total:
+            if loss.pages and not how:
+                return (f"{read}; page(s) {_pages(loss.pages)} lost (how many rows they held "
+                        "cannot be told)")
             return read if how else None
         count = f"about {loss.total}" if loss.estimated else str(loss.total)
         where = f" with page(s) {_pages(loss.pages)}" if loss.pages else ""
@@ -867,6 +871,9 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
         damaged_tables = [n for n, loss in lost.items() if loss.pages and n in rows]
         if damaged_tables:
             _orphans(pf, reached, tables, rows, lost, damaged_tables)
+        for name, loss in lost.items():
+            if name in rows:
+                _count_losses(loss, {rid for rid, _ in rows[name] if rid is not None})
         copy = _write_copy(path, tables, rows, lost, index_sql) if rows else None
         count = {n: len(r) for n, r in rows.items()}
         cause, hint = _cause(pf, error, pf.damaged, schema_error)
@@ -908,13 +915,21 @@ def _page_table(pf: PageFile, t: _Table) -> tuple[list[tuple[int | None, list[An
                 rows[rid] = [rid if i == t.ipk else known[c] for i, c in enumerate(t.columns)]
                 loss.rebuilt += 1
             else:
-                loss.rows += 1
-                for c, v in known.items():
-                    loss.by.setdefault(c, Counter())[v] += 1
-        # what no index names: the rowid ranges of the lost pages, less what was found
+                loss.missing[rid] = known
         loss.held = max(held, bad)
-        loss.estimated = max(0, loss.held - loss.rows - loss.rebuilt)
     return [(rid, vals) for rid, vals in sorted(rows.items())], loss
+
+
+def _count_losses(loss: TableLoss, have: set[int]) -> None:
+    """The rows an index names that were not found after all, per the columns it names; what no
+    index names: the rowid ranges of the lost pages, less what was found."""
+    for rid, known in loss.missing.items():
+        if rid in have:
+            continue
+        loss.rows += 1
+        for c, v in known.items():
+            loss.by.setdefault(c, Counter())[v] += 1
+    loss.estimated = max(0, loss.held - loss.rows - loss.rebuilt - loss.found)
 
 
 def _fit(vals: list[Any], t: _Table, rowid: int) -> list[Any]:
@@ -948,7 +963,6 @@ def _orphans(pf: PageFile, reached: set[int], tables: dict[str, _Table],
                 rows[name].append((rid, _fit(vals, t, rid)))
                 added += 1
         lost[name].found += added
-        lost[name].estimated = max(0, lost[name].estimated - added)
 
 
 def _write_copy(path: str, tables: dict[str, _Table],
@@ -996,10 +1010,11 @@ def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
     """SQLite's word for the damage, with where it is, and a hint that fits it."""
     said = (error or "database disk image is malformed").strip().rstrip(".")
     ps = pf.page_size
-    if pf.header_damaged:
+    first = pf.size > 100 and pf.data[100] in _BTREE  # page 1 starts like a b-tree page
+    if pf.header_damaged or not first:
         return (f"{said}: its header is damaged",
                 "the file's first page is damaged (a disk, filesystem or copy error); restore it "
-                "from a backup — what its other pages hold was read")
+                "from a backup")
     if pf.shift_from:
         n = abs(pf.shift)
         how = "inserted" if pf.shift > 0 else "missing"

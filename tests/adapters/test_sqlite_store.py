@@ -498,7 +498,7 @@ def test_a_damaged_sqlite_file_is_one_line_no_traceback(tmp_path, store, capsys)
         if code == 0:
             rows = json.loads(out.out)
             notes = [n for row in rows for n in row["fidelity"] if "not understood" in n
-                     or "unreadable" in n]
+                     or "unreadable" in n or "a damaged SQLite file" in n]
             assert notes and all("\n" not in n for n in notes), rows
         else:
             assert code == 2 and "\n" not in out.err.strip().splitlines()[0]

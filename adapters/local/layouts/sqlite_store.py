@@ -14,6 +14,13 @@ Optuna schemas read (optuna/storages/_rdb/alembic/versions): the current one (tr
 study_directions), 2.4–2.x (no value types: ±3.4028e38, float32's limits, were the infinities),
 and < 2.4 (`studies.direction`, `trials.value`, and `trial_values(step, value)` holding the
 intermediate values; < 1.3 keeps the trial number in trial_system_attributes `_number`).
+
+A damaged file (SQLite says "malformed" or "not a database", at its schema or at any later
+query) is read from what `rundiff_adapters.mlflow.sqlite_salvage.recover` brings back of it — a
+private copy of every table SQLite or its pages still read, which `connect` then opens in the
+file's place: what reads is read, each run's notes say "a damaged Optuna store (SQLite's cause at
+page N)" and what was lost (counted per table, and per trial where an index names the lost rows).
+A damaged file none of whose runs reads is one line and a hint (`rundiff ls` exits 2).
 """
 
 from __future__ import annotations
@@ -55,7 +62,17 @@ def is_sqlite(path: str) -> bool:
 
 @contextlib.contextmanager
 def connect(path: str) -> Iterator[tuple[sqlite3.Connection, list[str]]]:
-    """A read-only connection that writes nothing beside the database, plus notes."""
+    """A read-only connection that writes nothing beside the database, plus notes (a damaged
+    file's: what was read of it, from a private copy)."""
+    rec = _recovered(path)
+    if rec is not None and rec.copy is not None:
+        conn = sqlite3.connect(Path(rec.copy).absolute().as_uri() + "?mode=ro&immutable=1",
+                               uri=True)
+        try:
+            yield conn, [_damage_note(rec)]
+        finally:
+            conn.close()
+        return
     wal = path + "-wal"
     if os.path.exists(wal) and os.path.getsize(wal) > 0:
         from rundiff_core import open_sqlite_readonly
@@ -75,13 +92,14 @@ def connect(path: str) -> Iterator[tuple[sqlite3.Connection, list[str]]]:
 class Schema:
     """A store's tables and their columns ({table: {column: declared type, upper-cased}})."""
 
-    __slots__ = ("tables", "error", "more")
+    __slots__ = ("tables", "error", "more", "damaged")
 
     def __init__(self, tables: dict[str, dict[str, str]], error: str | None = None,
-                 more: int = 0) -> None:
+                 more: int = 0, damaged: Any = None) -> None:
         self.tables = tables
         self.error = error
         self.more = more  # tables beyond MAX_TABLES, not looked at
+        self.damaged = damaged  # a damaged file: what sqlite_salvage.recover read of it
 
     def cols(self, table: str) -> dict[str, str]:
         return self.tables.get(table, {})
@@ -102,26 +120,110 @@ def _quote(name: str) -> str:
 
 
 def read_schema(path: str) -> Schema | None:
-    """The schema of a SQLite file (None: not one); an unreadable one has `error` set."""
-    if not is_sqlite(path):
+    """The schema of a SQLite file (None: not one); an unreadable one has `error` set, a damaged
+    one is read from what can be read of it (`damaged` set)."""
+    if not is_sqlite(path) and _recovered(path) is None:
+        return _damaged_header(path)
+    try:
+        got = _read_schema(path)
+        got.damaged = _recovered(path)
+        return got
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        rec = _recovered(path)
+        if rec is not None:  # damaged, and not even its schema could be read
+            return Schema({}, error=f"{rec.what()} ({rec.cause})", damaged=rec)
+        if isinstance(exc, sqlite3.Error) and _is_damage(exc):
+            return _damaged_schema(path, str(exc))
+        return Schema({}, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+
+
+def _damaged_header(path: str) -> Schema | None:
+    """A file whose first bytes are not SQLite's: a damaged SQLite file when its pages still hold
+    a schema (None: not SQLite at all)."""
+    try:
+        if os.path.getsize(path) < 1024:
+            return None
+        from rundiff_adapters.mlflow.sqlite_salvage import table_names
+
+        names, error = table_names(path)
+    except (OSError, ValueError, sqlite3.Error):
+        return None
+    if not names or error is None:
+        return None
+    return _damaged_schema(path, error)
+
+
+def _damaged_schema(path: str, error: str) -> Schema:
+    """The schema of what could be read of a damaged file (`damaged` set; `error` when nothing)."""
+    rec = _recovered(path) or _salvage(path, error)
+    if rec is not None and rec.copy is not None:
+        with contextlib.suppress(sqlite3.Error, OSError, ValueError):
+            got = _read_schema(path)
+            got.damaged = rec
+            return got
+    why = f"{rec.what()} ({rec.cause})" if rec is not None else error
+    return Schema({}, error=why, damaged=rec)
+
+
+def _read_schema(path: str) -> Schema:
+    with connect(path) as (conn, _):
+        where = "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        rows = conn.execute(f"SELECT name FROM sqlite_master {where} ORDER BY rowid LIMIT ?",
+                            (MAX_TABLES,)).fetchall()
+        more = 0
+        if len(rows) == MAX_TABLES:
+            more = conn.execute(f"SELECT count(*) FROM sqlite_master {where}").fetchone()[0] - MAX_TABLES
+        tables: dict[str, dict[str, str]] = {}
+        for (name,) in rows:
+            if not isinstance(name, str):
+                continue
+            info = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+            tables[name] = {str(r[1]).lower(): str(r[2] or "").upper() for r in info}
+    return Schema(tables, more=more)
+
+
+# -- a damaged file: read from what can be read of it ----------------------------------------------
+_RECOVERED: dict[tuple[Any, ...], Any] = {}
+
+
+def _is_damage(exc: BaseException) -> bool:
+    from rundiff_adapters.mlflow.sqlite_salvage import is_damage
+
+    return is_damage(exc)
+
+
+def _recovered(path: str) -> Any:
+    """What was read of `path` once it proved damaged (None: it has not, or it changed since)."""
+    if not _RECOVERED:
         return None
     try:
-        with connect(path) as (conn, _):
-            where = "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            rows = conn.execute(f"SELECT name FROM sqlite_master {where} ORDER BY rowid LIMIT ?",
-                                (MAX_TABLES,)).fetchall()
-            more = 0
-            if len(rows) == MAX_TABLES:
-                more = conn.execute(f"SELECT count(*) FROM sqlite_master {where}").fetchone()[0] - MAX_TABLES
-            tables: dict[str, dict[str, str]] = {}
-            for (name,) in rows:
-                if not isinstance(name, str):
-                    continue
-                info = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
-                tables[name] = {str(r[1]).lower(): str(r[2] or "").upper() for r in info}
-    except (sqlite3.Error, OSError, ValueError) as exc:
-        return Schema({}, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
-    return Schema(tables, more=more)
+        return _RECOVERED.get(_stat_key(path))
+    except OSError:
+        return None
+
+
+def _salvage(path: str, error: str) -> Any:
+    from rundiff_adapters.mlflow.sqlite_salvage import recover
+
+    try:
+        rec = recover(path, None, error)
+    except (OSError, ValueError, sqlite3.Error):
+        return None
+    with _LOCK:
+        _RECOVERED[_stat_key(path)] = rec
+    return rec
+
+
+def _damage_note(rec: Any) -> str:
+    return f"{rec.note()} — {rec.hint}"
+
+
+def _retry_damaged(path: str, exc: BaseException) -> bool:
+    """True when `exc` is damage first met now: the file is recovered, the caller reads again."""
+    if not isinstance(exc, sqlite3.Error) or not _is_damage(exc) or _recovered(path) is not None:
+        return False
+    rec = _salvage(path, str(exc))
+    return rec is not None and rec.copy is not None
 
 
 # -- what a schema is ------------------------------------------------------------------------------
@@ -131,6 +233,9 @@ STEP_COLS = ("step", "global_step", "iteration", "iter", "epoch", "timestep", "_
 VALUE_COLS = ("value", "metric_value", "scalar_value", "simple_value", "val")
 RUN_COLS = ("run_id", "run_uuid", "run", "run_name", "run_key", "trial_id", "trial", "job_id")
 WALL_COLS = ("wall_time", "timestamp", "time", "ts", "logged_at", "created_at")
+
+
+OWNED = ("MLflow", "trackio", "neptune-scale")  # damaged stores of these kinds: their readers'
 
 
 def owner(schema: Schema) -> str | None:
@@ -204,6 +309,10 @@ def file_runs(path: str, alone: bool) -> list[LayoutRun]:
     if schema is None:
         return []
     if schema.error is not None:
+        if schema.damaged is not None:
+            if schema.damaged.kind in OWNED:
+                return []  # its own reader says what is left of it
+            return [_damaged(path, schema.damaged)] if alone else []
         why = f"SQLite header but the schema is unreadable ({schema.error})"
         return [_unknown(path, why)] if alone else []
     if owner(schema) is not None:
@@ -213,17 +322,28 @@ def file_runs(path: str, alone: bool) -> list[LayoutRun]:
             runs = _optuna_runs(path, schema)
             if runs or not alone:
                 return runs
+            if schema.damaged is not None:
+                return [_damaged(path, schema.damaged)]
             return [_empty(path, "Optuna study store with no trial")]
         found = kv_tables(schema)
         if found:
             runs = _kv_runs(path, found)
             if runs or not alone:
                 return runs
+            if schema.damaged is not None:
+                return [_damaged(path, schema.damaged)]
             return [_empty(path, "key/step/value table(s) "
                            f"{', '.join(str(t['table']) for t in found)} with no run id")]
     except (sqlite3.Error, OSError, ValueError) as exc:
+        if _retry_damaged(path, exc):
+            return file_runs(path, alone)
+        rec = _recovered(path)
+        if rec is not None:
+            return [_damaged(path, rec)] if alone else []
         why = f"SQLite store unreadable ({type(exc).__name__}: {exc})".splitlines()[0]
         return [_unknown(path, why)] if alone else []
+    if schema.damaged is not None:
+        return [_damaged(path, schema.damaged)] if alone else []
     if not alone:
         return []
     return [_unknown(path, f"SQLite store with tables {schema.listing()} "
@@ -233,6 +353,13 @@ def file_runs(path: str, alone: bool) -> list[LayoutRun]:
 def _empty(path: str, what: str) -> LayoutRun:
     """A store this layout reads, named alone, that holds no run yet: one run with no points."""
     return LayoutRun(path, LAYOUT, [path], f"{what} (nothing to read yet)", {"kind": "empty"})
+
+
+def _damaged(path: str, rec: Any) -> LayoutRun:
+    """A damaged SQLite file named alone none of whose runs reads: reading it is one line and a
+    hint (its kind, SQLite's cause and where)."""
+    why = f"{rec.what()} ({rec.cause})"
+    return LayoutRun(path, LAYOUT, [path], why, {"kind": "damaged", "detail": why})
 
 
 def _unknown(path: str, why: str) -> LayoutRun:
@@ -254,7 +381,7 @@ def claim(folder: LayoutFolder) -> Claimed | None:
         if got and got[0].sniffs.get("kind") in ("optuna", "kv"):
             runs += got
             read.add(name)
-        elif got and got[0].sniffs.get("kind") == "unknown":
+        elif got and got[0].sniffs.get("kind") in ("unknown", "damaged"):
             unread[path] = got[0].sniffs["detail"]
     if runs:
         # the logs beside a study store are still the folder's runs (what `files` would find)
@@ -273,13 +400,19 @@ def claim_file(path: str) -> list[LayoutRun] | None:
 
 def meta(run: LayoutRun) -> Meta:
     kind = run.sniffs.get("kind")
-    try:
-        if kind == "optuna":
-            return _optuna_meta(run)
-        if kind == "kv":
-            return _kv_meta(run)
-    except (sqlite3.Error, OSError, ValueError) as exc:  # damaged past its schema, or changed
-        return Meta(notes=[_unreadable(run, exc)])
+    if kind == "damaged":
+        _nothing_read(run)
+    for attempt in (0, 1):
+        try:
+            if kind == "optuna":
+                return _optuna_meta(run)
+            if kind == "kv":
+                return _kv_meta(run)
+        except (sqlite3.Error, OSError, ValueError) as exc:  # damaged past its schema, or changed
+            if attempt == 0 and _retry_damaged(run.files[0], exc):
+                continue
+            return Meta(notes=[_unreadable(run, exc)])
+        break
     return Meta(notes=[f"{os.path.basename(run.files[0])}: {run.reason}; nothing read"])
 
 
@@ -287,14 +420,32 @@ def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     import rundiff_core
 
     kind = run.sniffs.get("kind")
-    try:
-        if kind == "optuna":
-            return _optuna_history(run)
-        if kind == "kv":
-            return _kv_history(run)
-    except (sqlite3.Error, OSError, ValueError) as exc:
-        return rundiff_core.empty_history(), [_unreadable(run, exc)]
+    for attempt in (0, 1):
+        try:
+            if kind == "optuna":
+                return _optuna_history(run)
+            if kind == "kv":
+                return _kv_history(run)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            if attempt == 0 and _retry_damaged(run.files[0], exc):
+                continue
+            return rundiff_core.empty_history(), [_unreadable(run, exc)]
+        break
     return rundiff_core.empty_history(), []
+
+
+def _nothing_read(run: LayoutRun) -> None:
+    """A damaged file none of whose runs reads: one line and the hint that fits its damage."""
+    from rundiff_core import InputError
+
+    path = run.files[0]
+    rec = _recovered(path)
+    what = run.sniffs.get("detail") or "a damaged SQLite file"
+    lost = [n for n in (rec.table_note(t) for t in sorted(rec.lost)) if n] if rec else []
+    said = f" ({'; '.join(lost[:2])})" if lost else ""
+    raise InputError(f"{os.path.basename(path)}: {what}; none of its runs could be read{said}",
+                     hint=rec.hint if rec is not None and rec.hint else
+                     "restore it from a backup, or let `sqlite3 FILE .recover` rebuild a copy")
 
 
 def _unreadable(run: LayoutRun, exc: BaseException) -> str:
@@ -731,6 +882,7 @@ def _optuna_meta(run: LayoutRun) -> Meta:
             f"{k} {g}" for k, g in out.goals.items()) + f" ({study.direction_source})")
     out.status = STATUS.get(trial.state, "unknown")
     _state_notes(out, trial, store, run)
+    _trial_losses(out, run)
     out.meta.update({
         "optuna_study": name, "optuna_trial": number, "optuna_trial_id": run.sniffs["trial_id"],
         "optuna_state": trial.state, "optuna_directions": list(study.directions)})
@@ -750,6 +902,28 @@ def _optuna_meta(run: LayoutRun) -> Meta:
                          "current Optuna, local time in old versions)")
     out.arm = name
     return out
+
+
+_TRIAL_TABLES = (("trial_intermediate_values", "intermediate value(s)"),
+                 ("trial_values", "objective value(s)"), ("trial_params", "param(s)"),
+                 ("trial_user_attributes", "user attr(s)"))
+
+
+def _trial_losses(out: Any, run: LayoutRun) -> None:
+    """In a damaged store: what this trial lost, where an index names the lost rows' trial."""
+    rec = _recovered(run.files[0])
+    if rec is None:
+        return
+    tid = run.sniffs["trial_id"]
+    lost = [f"{rec.lost_by(t, 'trial_id')[tid]} {what}" for t, what in _TRIAL_TABLES
+            if rec.lost_by(t, "trial_id")[tid]]
+    unnamed = [f"about {rec.lost[t].estimated} {what}" for t, what in _TRIAL_TABLES
+               if t in rec.lost and rec.lost[t].estimated]
+    if lost:
+        out.notes.append(f"this trial lost {', '.join(lost)} to the damage")
+    if unnamed:
+        out.notes.append(f"{'it' if lost else 'this trial'} may have lost more: "
+                         f"{', '.join(unnamed)} lost with the damaged pages name no trial")
 
 
 def _state_notes(out: Any, trial: _Trial, store: _Store, run: LayoutRun) -> None:
