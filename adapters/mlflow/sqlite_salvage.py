@@ -609,6 +609,7 @@ def _pages(pages: list[int]) -> str:
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[Any, ...], Recovered] = {}
+_KINDS: dict[tuple[Any, ...], str | None] = {}  # damaged_kind's answers per file state
 _TMP: list[str] = []
 
 
@@ -669,14 +670,15 @@ def damaged_kind(path: str) -> str | None:
     key = None
     with contextlib.suppress(OSError):
         key = ("kind", *_stat_key(path))
-    if key is not None and key in _CACHE:
-        return _CACHE[key].kind  # type: ignore[union-attr]
+    if key is not None and key in _KINDS:
+        return _KINDS[key]
     names, error = table_names(path)
-    if error is None:
-        return None
-    kind = kind_of(names)
+    kind = None if error is None else kind_of(names)
     if key is not None:
-        _CACHE[key] = Recovered(path, None, kind, error, "", {}, {}, 0, 0, [])
+        with _LOCK:
+            if len(_KINDS) > 256:
+                _KINDS.clear()
+            _KINDS[key] = kind
     return kind
 
 
