@@ -290,6 +290,10 @@ def _stretch_note(name: str, d: Any) -> str:
                      "number its records)")
         elif not kinds:
             what += "; no record lost"
+        if d.overrun:
+            what += (f"; the last of them claims {d.overrun:,} byte(s) past the next good record's "
+                     "start, so bytes are missing here (removed), and the records they held cannot "
+                     "be counted")
     if d.gave_up:
         what += (f"; the search for the next record whose CRCs check gave up (its budget spent): "
                  f"the last {d.size:,} byte(s) of the file were not read")

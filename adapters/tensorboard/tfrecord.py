@@ -25,7 +25,8 @@ what was found in it, not a guess: records whose header checks but whose data CR
 record skipped), records whose header is damaged but whose data checks against their own CRC,
 found back from the next good record (each a record skipped), and bytes that frame no record at
 all — TFRecord does not number its records, so records lost there cannot be counted, and the
-notes say so. Records right after a stretch that repeat, byte for byte, records already read (same
+notes say so; nor can they when a record's length runs past the next good record's start (bytes
+were removed there). Records right after a stretch that repeat, byte for byte, records already read (same
 step, tag, wall time and value: a duplicated region read twice) are dropped and counted; when the
 whole stretch is the seam of such a region — its bytes the start of what is read again after it
 and a copy of what was read before it — no record was lost, and that is said. A header that
@@ -66,6 +67,8 @@ class Damage:
     bad_data: int = 0  # records begun here whose header checks and whose data CRC fails
     bad_header: int = 0  # records ending here whose data CRC checks but whose header does not
     unframed: int = 0  # bytes that none of those records accounts for
+    overrun: int = 0  # bytes the last record from the front claims past the next good record's
+    # start: bytes are missing here (removed), and so are the records they held, uncounted
     repeated: int = 0  # records right after it repeating records already read: dropped
     shift: int = 0  # how many bytes before the first of them their first copy is
     seam: int = -1  # the seam of a repeated region: from this offset the file repeats the
@@ -87,12 +90,13 @@ class Damage:
         """Records lost here, when every byte is accounted for; None when some frame nothing."""
         if self.seam >= 0:
             return 0
-        return None if self.unframed else self.skipped
+        return None if self.unframed or self.overrun else self.skipped
 
     def as_meta(self) -> dict:
         return {"bytes": [[self.start, self.end]], "records_lost": self.lost,
                 "records_skipped": self.skipped, "bad_data_crc": self.bad_data,
                 "bad_header": self.bad_header, "unframed_bytes": self.unframed,
+                "overrun_bytes": self.overrun,
                 "zero_bytes": self.zero_bytes, "repeated_dropped": self.repeated,
                 "shift": self.shift, "seam": self.seam if self.seam >= 0 else None, "at_end": self.at_end,
                 "gave_up": self.gave_up}
@@ -329,7 +333,9 @@ class _Walk:
             if self._good(i):
                 break  # only after a search that gave up: what follows was not read
             d.bad_data += 1
-            p = min(e, p + MIN_RECORD + int(lengths[i]))
+            p += MIN_RECORD + int(lengths[i])
+            if p > e:
+                d.overrun, p = p - e, e
         if d.gave_up:  # nothing after the budget is looked at
             d.unframed = e - p
             return d

@@ -5,7 +5,8 @@ data | masked crc32c(data)`; a record is read only when both CRCs check. From of
 record is followed by the one where it ends; where none whose two CRCs check starts, reading
 resumes at the first offset after that point where one does (byte by byte), and the bytes between
 are a damaged stretch. A stretch is described as found: from its front, records whose header
-checks (and whose record fits in the file) but whose data CRC fails; from its back, records whose
+checks (and whose record fits in the file) but whose data CRC fails (the last may claim bytes past
+the stretch's end: its overrun); from its back, records whose
 data CRC checks but whose header is damaged (the whole remaining span first, then every start at
 most 4,096 bytes back, the nearest wins; at most eight); the bytes left over frame nothing. The
 records right after a stretch that repeat, byte for byte, records already kept are dropped; the
@@ -69,10 +70,11 @@ def reference_framing(data: bytes) -> dict:
 
     def describe(a: int, e: int, at_end: bool) -> dict:
         d = {"start": a, "end": e, "zero": data[a:e].count(0), "bad_data": 0, "bad_header": 0,
-             "unframed": 0, "repeated": 0, "shift": 0, "seam": -1, "at_end": at_end}
+             "unframed": 0, "overrun": 0, "repeated": 0, "shift": 0, "seam": -1, "at_end": at_end}
         p = a
         while p < e and head(p):
             d["bad_data"] += 1
+            d["overrun"] = max(0, p + 16 + length(p) - e)
             p = min(e, p + 16 + length(p))
         for _ in range(8):
             if e - p < 16 or (s := ending_at(p, e)) is None:
@@ -126,7 +128,8 @@ def framing_of(data: bytes) -> dict:
     return {"records": list(zip(fr.starts.tolist(), fr.lengths.tolist(), strict=True)),
             "tail": fr.truncated_tail,
             "damage": [{"start": d.start, "end": d.end, "zero": d.zero_bytes, "bad_data": d.bad_data,
-                        "bad_header": d.bad_header, "unframed": d.unframed, "repeated": d.repeated,
+                        "bad_header": d.bad_header, "unframed": d.unframed, "overrun": d.overrun,
+                        "repeated": d.repeated,
                         "shift": d.shift, "seam": d.seam, "at_end": d.at_end} for d in fr.damage]}
 
 
@@ -189,7 +192,8 @@ def test_rule_resync_crosses_the_search_chunks_of_a_large_file():
     # the reference is quadratic on megabytes of garbage: these answers are worked out by hand
     after = len(data) - 21  # offset of the last record (16 bytes of framing + 5 of data)
     one = {"start": 0, "end": len(first), "zero": bytes(first).count(0), "bad_data": 0,
-           "bad_header": 1, "unframed": 0, "repeated": 0, "shift": 0, "seam": -1, "at_end": False}
+           "bad_header": 1, "unframed": 0, "overrun": 0, "repeated": 0, "shift": 0, "seam": -1,
+           "at_end": False}
     assert framing_of(data) == {"records": [(len(first) + 12, len(big)), (after + 12, 5)], "tail": 0,
                                 "damage": [one]}
     # one stretch from 0 over both damaged headers to "after": the small record is found from the
