@@ -49,9 +49,14 @@ def sniff_kind(path: str) -> str | None:
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())
-        except (zipfile.BadZipFile, OSError):
-            return None
-        return "inspect" if {"header.json", "_journal/start.json"} & names else None
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            # its directory lost (a cut tail): Inspect's first members, by their local headers
+            from .evalzip import looks_like_eval
+
+            return "inspect" if looks_like_eval(path) else None
+        if {"header.json", "_journal/start.json"} & names:
+            return "inspect"
+        return "inspect" if any(n.startswith("samples/") for n in names) else None
     try:
         with open(path, "rb") as fh:
             head = fh.read(HEAD_BYTES).decode("utf-8", "ignore")

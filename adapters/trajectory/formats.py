@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import zipfile
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -398,14 +398,17 @@ def inspect_value(value: Any) -> tuple[bool | None, float | None]:
 
 
 def load_inspect(path: str, selector: tuple[str, int] | None = None) -> TrajectoryRun:
-    """An Inspect eval log (.eval or .json); epochs are repeats, the lowest epoch is primary."""
+    """An Inspect eval log (.eval or .json); epochs are repeats, the lowest epoch is primary.
+
+    inspect_ai's reader when installed; without it — or when it stops at damage in the log —
+    rundiff's direct reader, which keeps every member of a damaged `.eval` that still reads (each
+    CRC-checked), skips and counts the samples that do not, and says so in one line."""
     try:
         from inspect_ai.log import read_eval_log
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "inspect_ai":
             raise
-        header, samples = _inspect_direct(path)
-        run = _inspect_build(path, header, samples, selector)
+        run = _inspect_direct_run(path, selector)
         run.note("read without inspect_ai (direct JSON reader); install rundiff[inspect] for "
                  "Inspect's own log reader")
         return run
@@ -415,39 +418,81 @@ def load_inspect(path: str, selector: tuple[str, int] | None = None) -> Trajecto
         except TypeError:  # inspect_ai releases before exclude_fields
             log = read_eval_log(path, resolve_attachments=True)
     except Exception as exc:  # inspect raises many types; none is a rundiff bug
-        raise InputError(f"inspect_ai could not read {path}: {type(exc).__name__}: {exc}",
-                         hint="is this an Inspect eval log? try `inspect log dump` on it") from exc
+        # damage, most often: rundiff's own reader keeps what still reads, in the user's words
+        try:
+            run = _inspect_direct_run(path, selector)
+        except MissingDependencyError:
+            raise InputError(f"eval log {os.path.basename(path)}: inspect_ai could not read it "
+                             "and its format version is one rundiff reads only through inspect_ai",
+                             hint="check that the file is whole (`unzip -t` for a .eval), or "
+                             "upgrade inspect_ai") from exc
+        run.note("inspect_ai's reader stops at the damage: read by rundiff's direct reader")
+        return run
     header = log.model_dump(mode="json", exclude={"samples", "reductions"})
     drop = {"events", "attachments", "events_data", "timelines", "store"}
     samples = (s.model_dump(mode="json", exclude=drop) for s in (log.samples or []))
     return _inspect_build(path, header, samples, selector)
 
 
-def _inspect_direct(path: str) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+def _inspect_direct_run(path: str, selector: tuple[str, int] | None) -> TrajectoryRun:
+    """The log read directly; a damaged .eval's losses said, or one line when nothing reads."""
+    damage = _EvalDamage(path)
+    header, samples = _inspect_direct(path, damage)
+    run = _inspect_build(path, header, samples, selector)
+    damage.finish(run)
+    return run
+
+
+class _EvalDamage:
+    """What a damaged .eval cost: its directory, its header, its unreadable samples."""
+
+    def __init__(self, path: str) -> None:
+        self.name = os.path.basename(path)
+        self.notes: list[str] = []
+        self.samples = 0
+        self.unread: dict[str, str] = {}  # sample member → cause
+        self.read = 0
+
+    def causes(self) -> str:
+        counts = Counter(self.unread.values())
+        if len(counts) == 1:
+            return next(iter(counts))
+        return ", ".join(f"{n} {c}" for c, n in counts.most_common())
+
+    def hint(self) -> str:
+        causes = set(self.unread.values()) | {n for n in self.notes if "cut short" in n}
+        if any("cut short" in c or "end record" in c for c in causes):
+            return ("the log was cut short (a copy or download that stopped early, or Inspect "
+                    "stopped while writing); copy it again from where Inspect wrote it")
+        return ("the log was damaged after Inspect wrote it (a disk or copy error); copy it again "
+                "from where Inspect wrote it, or run the unreadable samples again")
+
+    def finish(self, run: TrajectoryRun) -> None:
+        for note in self.notes:
+            run.note(note)
+        if not self.unread:
+            return
+        if not self.read:
+            raise InputError(f"eval log {self.name}: {'all ' if self.samples > 1 else ''}"
+                             f"{len(self.unread)} of {self.samples} sample(s) unreadable "
+                             f"({self.causes()}); nothing to read", hint=self.hint())
+        ids = sorted(_sample_label(n) for n in self.unread)
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        run.note(f"eval log {self.name}: {len(self.unread)} of {self.samples} samples unreadable "
+                 f"({self.causes()}); the rest read — unreadable: {shown}")
+
+
+def _sample_label(member: str) -> str:
+    m = re.match(r"samples/(.+)_epoch_(\d+)\.json$", member)
+    return f"{m.group(1)} (epoch {m.group(2)})" if m else member
+
+
+def _inspect_direct(path: str, damage: _EvalDamage | None = None
+                    ) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
     """Header and samples read straight from the log's JSON (no inspect_ai)."""
+    damage = damage or _EvalDamage(path)
     if path.lower().endswith(".eval"):
-        try:
-            zf = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise InputError(f"{path} is not a readable Inspect .eval archive ({exc})",
-                             hint="a .eval log is a zip file; was it truncated while copying?") from exc
-        names = set(zf.namelist())
-        head_name = "header.json" if "header.json" in names else "_journal/start.json"
-        if head_name not in names:
-            raise InputError(f"{path} has neither header.json nor _journal/start.json", hint=FORMAT_HINT)
-        header = _zip_json(zf, path, head_name)
-        if head_name != "header.json":
-            header.setdefault("status", "started")
-        _check_inspect_version(path, header)
-        sample_names = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")),
-                              key=_sample_sort_key)
-
-        def samples() -> Iterator[dict[str, Any]]:
-            with zf:
-                for name in sample_names:
-                    yield _resolve_attachments(_zip_json(zf, path, name))
-
-        return header, samples()
+        return _eval_direct(path, damage)
     data = _load_json(path)
     if not isinstance(data, Mapping) or "eval" not in data:
         raise InputError(f"{path} is not an Inspect eval log (no `eval` header)", hint=FORMAT_HINT)
@@ -456,22 +501,111 @@ def _inspect_direct(path: str) -> tuple[dict[str, Any], Iterator[dict[str, Any]]
     return header, (_resolve_attachments(s) for s in (data.get("samples") or []) if isinstance(s, Mapping))
 
 
+def _eval_direct(path: str, damage: _EvalDamage) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """A .eval's header and samples, every member that reads (CRC-checked), the rest counted."""
+    from .evalzip import EvalZip, MemberError
+
+    name = os.path.basename(path)
+    try:
+        ez = EvalZip(path)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not ez.names:
+        ez.close()
+        raise InputError(f"{path} is not a readable Inspect .eval archive (no zip member in it)",
+                         hint="a .eval log is a zip file; was it truncated while copying?")
+    if ez.directory_error:
+        damage.notes.append(f"eval log {name}: its zip directory is lost "
+                            f"({ez.directory_error}); members found by their local headers, "
+                            "each CRC-checked")
+    names = set(ez.names)
+    header: dict[str, Any] | None = None
+    tried: list[str] = []
+    for head_name in ("header.json", "_journal/start.json"):
+        if head_name not in names:
+            continue
+        try:
+            header = _member_json(ez, head_name)
+        except MemberError as exc:
+            tried.append(f"{head_name}: {exc.cause}")
+            continue
+        if head_name != "header.json":
+            if tried:  # a whole log whose header is damaged: not a live one
+                header["status"] = "unknown"
+                damage.notes.append(f"eval log {name}: header.json unreadable "
+                                    f"({tried[0].split(': ', 1)[1]}): eval spec from "
+                                    "_journal/start.json; results and status unknown")
+            elif ez.directory_error:  # its header was at the end the damage took
+                header["status"] = "unknown"
+                damage.notes.append(f"eval log {name}: header.json lost with its directory: "
+                                    "eval spec from _journal/start.json; results and status "
+                                    "unknown")
+            else:
+                header.setdefault("status", "started")
+        break
+    sample_names = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")),
+                          key=_sample_sort_key)
+    if header is None:
+        if not tried and not sample_names:
+            ez.close()
+            raise InputError(f"{path} has neither header.json nor _journal/start.json", hint=FORMAT_HINT)
+        damage.notes.append(f"eval log {name}: its header is unreadable ({'; '.join(tried) or 'missing'}): "
+                            "model, task and scorers unknown; samples read as log format 2")
+        header = {"version": 2, "status": "unknown", "eval": {}}
+    else:
+        _check_inspect_version(path, header)
+    damage.samples = len(sample_names)
+    if ez.directory_error:  # the samples the header lists that no local header holds: lost
+        for member in _expected_members(header):
+            if member not in names:
+                damage.unread[member] = "lost with the damaged end of the file"
+                damage.samples += 1
+
+    def samples() -> Iterator[dict[str, Any]]:
+        with ez:
+            for member in sample_names:
+                try:
+                    sample = _member_json(ez, member)
+                except MemberError as exc:
+                    damage.unread[member] = exc.cause
+                    continue
+                damage.read += 1
+                yield _resolve_attachments(sample)
+
+    return header, samples()
+
+
+def _expected_members(header: Mapping[str, Any]) -> list[str]:
+    """The sample members a log's header says it holds (sample ids × epochs), when it says."""
+    ev = header.get("eval") if isinstance(header.get("eval"), Mapping) else {}
+    dataset = ev.get("dataset") if isinstance(ev.get("dataset"), Mapping) else {}
+    ids = dataset.get("sample_ids")
+    config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
+    epochs = _int(config.get("epochs")) or 1
+    if not isinstance(ids, list) or not 0 < epochs <= 1000:
+        return []
+    return [f"samples/{sid}_epoch_{e}.json" for sid in ids for e in range(1, epochs + 1)]
+
+
+def _member_json(ez: Any, name: str) -> dict[str, Any]:
+    from .evalzip import MemberError
+
+    raw = ez.read(name)
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MemberError("member is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise MemberError("member is not a JSON object")
+    return data
+
+
 def _sample_sort_key(name: str) -> tuple[Any, ...]:
     m = re.match(r"samples/(.+)_epoch_(\d+)\.json$", name)
     if not m:
         return (1, name)
     sid = m.group(1)
     return (0, (0, int(sid), "") if sid.isdigit() else (1, 0, sid), int(m.group(2)))
-
-
-def _zip_json(zf: zipfile.ZipFile, path: str, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads(zf.read(name))
-    except (ValueError, zipfile.BadZipFile, OSError, KeyError) as exc:
-        raise InputError(f"{path}: member {name} is unreadable ({exc})") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: member {name} is not a JSON object")
-    return data
 
 
 def _check_inspect_version(path: str, header: Mapping[str, Any]) -> None:
