@@ -130,11 +130,29 @@ class EvalZip:
                 i += 4 + n
         return name, flags, method, crc, csize, usize, start
 
+    def _from_directory(self, info: zipfile.ZipInfo) -> bytes:
+        """A member whose local header is damaged: its data where the directory says it is (the
+        header's length from the name and extra field the directory holds), CRC-checked."""
+        name_len = len(info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437"))
+        cause = "local header damaged"
+        for extra in dict.fromkeys((len(info.extra), 0)):
+            start = info.header_offset + 30 + name_len + extra
+            try:
+                return self._inflate(info.flag_bits & ~8, info.compress_type, info.CRC,
+                                     info.compress_size, info.file_size, start)
+            except MemberError as exc:
+                cause = exc.cause if exc.cause == "member CRC failed" else cause
+        raise MemberError(cause)
+
     def _from_local(self, at: int) -> bytes:
         head = self._local(at)
         if head is None:
             raise MemberError("local header damaged")
         _name, flags, method, crc, csize, usize, start = head
+        return self._inflate(flags, method, crc, csize, usize, start)
+
+    def _inflate(self, flags: int, method: int, crc: int, csize: int, usize: int,
+                 start: int) -> bytes:
         if method == 0:
             if flags & 8:
                 raise MemberError("member unreadable")
@@ -193,6 +211,12 @@ class EvalZip:
             except MemberError as exc:
                 cause = exc.cause if cause in (None, "local header damaged", "member missing") \
                     else cause
+        if self._zf is not None and cause == "local header damaged":
+            with contextlib.suppress(KeyError):
+                try:
+                    return self._from_directory(self._zf.getinfo(name))
+                except MemberError as exc:
+                    cause = exc.cause
         cause = cause or "member unreadable"
         self.damaged[name] = cause
         raise MemberError(cause)
