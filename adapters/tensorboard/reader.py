@@ -36,6 +36,7 @@ from .events import (
     parse_file_version,
     read_event_file,
 )
+from .tfrecord import Damage
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,7 @@ def _damage_notes(f: FileEvents, name: str) -> list[str]:
     return notes
 
 
-def _stretch_note(name: str, d: Any) -> str:
+def _stretch_note(name: str, d: Damage) -> str:
     what = f"{name}: bytes {d.start:,}–{d.end:,} unreadable ({d.size:,} byte(s)"
     if d.zero_bytes == d.size:
         what += ", all zero"

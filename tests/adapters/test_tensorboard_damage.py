@@ -214,3 +214,50 @@ def test_a_damaged_run_is_listed_with_its_notes(sources, tmp_path, capsys):
     assert run_cli(["ls", f"tb:{path.parent}"]) == 0
     out = capsys.readouterr().out
     assert "unreadable" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("source", [*REALWORLD, *WRITTEN])
+def test_the_fast_path_reads_clean_files_and_damage_costs_a_step_per_stretch(sources, source, monkeypatch):
+    """A clean file never leaves the one-chain fast path; a damaged one is walked a segment at a
+    time — Python steps in proportion to the damaged stretches, not to the records."""
+    if source not in sources:
+        pytest.skip(f"{source} is not installed")
+    from rundiff_adapters.tensorboard import tfrecord
+
+    data = sources[source].read_bytes()
+    assert tfrecord.frame_records(data).fast
+    steps = []
+    real = tfrecord._Walk._at
+    monkeypatch.setattr(tfrecord._Walk, "_at", lambda self, pos: steps.append(pos) or real(self, pos))
+    for kind in ("flip8", "insert200", "repeat4k"):
+        steps.clear()
+        fr = tfrecord.frame_records(_damage(data, kind, 0))
+        assert not fr.fast and len(fr.damage) <= 8
+        assert len(steps) <= 12 * max(1, len(fr.damage)), (kind, len(steps), len(fr.damage))
+
+
+def test_a_search_that_spends_its_budget_says_so(tmp_path, monkeypatch):
+    """Headers that check but that no chain reaches, hashed one by one until the budget is spent:
+    the note says the search gave up and how much of the file was not read."""
+    import struct
+
+    from rundiff_adapters.tensorboard import tfrecord
+
+    def record(payload: bytes) -> bytes:
+        head = struct.pack("<Q", len(payload))
+        return (head + struct.pack("<I", tfrecord.masked_crc(head)) + payload
+                + struct.pack("<I", tfrecord.masked_crc(payload)))
+
+    fake = struct.pack("<Q", 100)
+    fake = fake + struct.pack("<I", tfrecord.masked_crc(fake)) + b"\x07" * 50
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    data = record(b"good") + b"\xff" * 3 + fake * 40 + record(b"late")
+    (run_dir / "events.out.tfevents.1.host").write_bytes(data)
+    monkeypatch.setattr(tfrecord, "RESYNC_BUDGET", 500)
+    run = load_run(f"tb:{run_dir}")
+    notes = " | ".join(run.fidelity)
+    assert (f"bytes 20–{len(data):,} unreadable ({len(data) - 20:,} byte(s)" in notes
+            and "gave up (its budget spent): the last" in notes), notes
+    (told,) = run.meta["log_damage"]["events.out.tfevents.1.host"]
+    assert told["gave_up"] and told["records_lost"] is None
