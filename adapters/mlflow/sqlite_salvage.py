@@ -528,6 +528,7 @@ class TableLoss:
     rebuilt: int = 0  # rows rebuilt from an index holding all their columns
     found: int = 0  # rows of leaf pages found again outside the tree
     refused: int = 0  # rows read but not valid (NOT NULL, duplicate key)
+    garbled: int = 0  # rows whose text was zeroed or overwritten (NUL bytes)
     held: int = 0  # rows the damaged pages held (their rowid ranges)
     missing: dict[int, dict[str, Any]] = field(default_factory=dict)  # rowid → what indexes say
     by: dict[str, Counter[Any]] = field(default_factory=dict)  # column → value → rows lost
@@ -535,7 +536,12 @@ class TableLoss:
 
     @property
     def total(self) -> int:
-        return self.rows + self.estimated + self.refused
+        return self.rows + self.estimated + self.refused + self.garbled
+
+    @property
+    def unnamed(self) -> int:
+        """Rows lost that no index names (they may be any run's)."""
+        return self.estimated + self.refused + self.garbled
 
 
 @dataclass
@@ -663,6 +669,58 @@ def _create_names(path: str) -> set[str]:
     except OSError:
         return set()
     return {m.group(1).decode("ascii").lower() for m in _CREATE.finditer(raw)}
+
+
+QUICK_CHECK_BYTES = 64 << 20  # a file up to this size is checked whole when first opened
+
+
+def quick_damage(path: str) -> str | None:
+    """SQLite's word for damage a cheap look finds in a file SQLite still opens, else None: the
+    header's page count against the file's size (a cut tail, inserted bytes) always; SQLite's
+    `PRAGMA quick_check` (milliseconds) for a file up to QUICK_CHECK_BYTES. A larger file's damage
+    is met where its pages are read. Cached per file state."""
+    try:
+        key = ("quick", *_stat_key(path))
+    except OSError:
+        return None
+    if key in _KINDS:
+        return _KINDS[key]
+    said = _quick_damage(path)
+    with _LOCK:
+        if len(_KINDS) > 256:
+            _KINDS.clear()
+        _KINDS[key] = said
+    return said
+
+
+def _quick_damage(path: str) -> str | None:
+    malformed = "database disk image is malformed"
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError:
+        return None
+    if len(head) < 100 or head[:16] != SQLITE_MAGIC:
+        return None
+    ps = int.from_bytes(head[16:18], "big")
+    ps = 65536 if ps == 1 else ps
+    declared = int.from_bytes(head[28:32], "big")
+    # the in-header page count holds when its change counter is current (SQLite ≥ 3.7.0)
+    if ps in _PAGE_SIZES and declared and head[24:28] == head[92:96]:
+        if size % ps or size // ps < declared:
+            return malformed
+    if size > QUICK_CHECK_BYTES:
+        return None
+    try:
+        conn = _ro(path)
+        try:
+            got = conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return str(exc) if is_damage(exc) else None
+    return None if got == [("ok",)] else malformed
 
 
 def damaged_kind(path: str) -> str | None:
@@ -873,9 +931,15 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
         damaged_tables = [n for n, loss in lost.items() if loss.pages and n in rows]
         if damaged_tables:
             _orphans(pf, reached, tables, rows, lost, damaged_tables)
+        seen = {n: {rid for rid, _ in got if rid is not None} for n, got in rows.items()}
+        for name, got in rows.items():  # a zeroed or overwritten cell body: NUL-filled text
+            kept = [r for r in got if not _garbled(r[1])]
+            if len(kept) != len(got):
+                lost.setdefault(name, TableLoss()).garbled += len(got) - len(kept)
+                rows[name] = kept
         for name, loss in lost.items():
             if name in rows:
-                _count_losses(loss, {rid for rid, _ in rows[name] if rid is not None})
+                _count_losses(loss, seen[name])
         copy = _write_copy(path, tables, rows, lost, index_sql) if rows else None
         count = {n: len(r) for n, r in rows.items()}
         cause, hint = _cause(pf, error, pf.damaged, schema_error)
@@ -932,6 +996,12 @@ def _count_losses(loss: TableLoss, have: set[int]) -> None:
         for c, v in known.items():
             loss.by.setdefault(c, Counter())[v] += 1
     loss.estimated = max(0, loss.held - loss.rows - loss.rebuilt - loss.found)
+
+
+def _garbled(vals: list[Any]) -> bool:
+    """A row whose text holds NUL bytes: a cell whose body was zeroed or overwritten (what a
+    tracker writes never holds them)."""
+    return any(isinstance(v, str) and "\x00" in v for v in vals)
 
 
 def _fit(vals: list[Any], t: _Table, rowid: int) -> list[Any]:

@@ -30,7 +30,7 @@ from .records import (
     restore_inf,
     status_name,
 )
-from .sqlite_salvage import is_damage
+from .sqlite_salvage import is_damage, quick_damage
 
 _ROW = np.dtype([("value", "f8"), ("ts", "i8"), ("step", "i8"), ("is_nan", "i8")])
 _RUN_COLUMNS = ("run_uuid", "experiment_id", "name", "status", "start_time", "end_time",
@@ -73,6 +73,12 @@ class SqliteReader:
             if not is_damage(exc):
                 raise InputError(f"cannot open {path} as an sqlite database: {exc}") from exc
             self._salvage(str(exc))
+        if self.recovered is None:
+            # damage a cheap look finds now: every run then says so, not only those read after
+            # a query met it (a larger store's damage is met where its pages are read)
+            said = quick_damage(path)
+            if said is not None:
+                self._salvage(said)
         missing = {"runs", "metrics", "experiments", "params", "tags"} - self.tables
         if self.recovered is None and (missing or "run_uuid" not in self.run_columns):
             raise InputError(
@@ -181,8 +187,8 @@ class SqliteReader:
                          "as found")
         lost = [f"{rec.lost_by(t, 'run_uuid')[run_id]} {what}" for t, what in _LOST
                 if rec.lost_by(t, "run_uuid")[run_id]]
-        unnamed = [f"about {rec.lost[t].estimated} {what}" for t, what in _LOST
-                   if t in rec.lost and rec.lost[t].estimated]
+        unnamed = [f"about {rec.lost[t].unnamed} {what}" for t, what in _LOST
+                   if t in rec.lost and rec.lost[t].unnamed]
         if lost and unnamed:
             notes.append(f"this run lost at least {', '.join(lost)} to the damage (and may have "
                          f"lost more: {', '.join(unnamed)} lost with the damaged pages name no run)")

@@ -127,6 +127,12 @@ def read_schema(path: str) -> Schema | None:
     try:
         got = _read_schema(path)
         got.damaged = _recovered(path)
+        if got.damaged is None:
+            from rundiff_adapters.mlflow.sqlite_salvage import quick_damage
+
+            said = quick_damage(path)  # damage a cheap look finds: every run then says so
+            if said is not None:
+                return _damaged_schema(path, said)
         return got
     except (sqlite3.Error, OSError, ValueError) as exc:
         rec = _recovered(path)
@@ -917,8 +923,8 @@ def _trial_losses(out: Any, run: LayoutRun) -> None:
     tid = run.sniffs["trial_id"]
     lost = [f"{rec.lost_by(t, 'trial_id')[tid]} {what}" for t, what in _TRIAL_TABLES
             if rec.lost_by(t, "trial_id")[tid]]
-    unnamed = [f"about {rec.lost[t].estimated} {what}" for t, what in _TRIAL_TABLES
-               if t in rec.lost and rec.lost[t].estimated]
+    unnamed = [f"about {rec.lost[t].unnamed} {what}" for t, what in _TRIAL_TABLES
+               if t in rec.lost and rec.lost[t].unnamed]
     if lost:
         out.notes.append(f"this trial lost {', '.join(lost)} to the damage")
     if unnamed:
@@ -963,6 +969,14 @@ def _optuna_history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"{table}: {len(rows)} intermediate value(s) (trial.report) → {key} at x = "
                      "step; no wall time (Optuna stores none per value)")
         return rundiff_core.make_history(steps, [key] * len(rows), values), notes
+    rec = _recovered(run.files[0])
+    if rec is not None and table is not None and (
+            rec.lost_by(table, "trial_id")[run.sniffs["trial_id"]] or
+            (table in rec.lost and rec.lost[table].unnamed)):
+        # its intermediate values may be lost, not absent: no final value stands in for them
+        notes.append(f"no intermediate value of this trial read from {table} (the damage may "
+                     "have taken them); its final value is in its summary")
+        return rundiff_core.empty_history(), notes
     if trial.values:
         items = sorted(trial.values.items())
         names = [keys[i] if i < len(keys) else f"value_{i}" for i, _ in items]

@@ -77,11 +77,11 @@ def _damaged_trackio(path: str) -> bool:
 def _read(path: str, fn: Callable[..., _T], *args: Any) -> tuple[_T, Any]:
     """`fn(database, *args)` on the database — or, once it proved damaged, on what can be read of
     it — and what was recovered (None: it is whole)."""
-    from rundiff_adapters.mlflow.sqlite_salvage import is_damage, recover
+    from rundiff_adapters.mlflow.sqlite_salvage import is_damage, quick_damage, recover
 
     rec = None
-    error = None
-    if not _damaged_trackio(path):
+    error = quick_damage(path)  # damage a cheap look finds: every run then says so
+    if error is None and not _damaged_trackio(path):
         try:
             return fn(path, *args), None
         except sqlite3.Error as exc:
@@ -118,7 +118,7 @@ def _damage_notes(rec: Any, run_id: str) -> list[str]:
         return []
     notes = [f"{rec.note(('metrics', 'configs'))} — {rec.hint}"]
     lost = rec.lost_by("metrics", "run_id")[run_id]
-    unnamed = rec.lost["metrics"].estimated if "metrics" in rec.lost else 0
+    unnamed = rec.lost["metrics"].unnamed if "metrics" in rec.lost else 0
     if lost:
         notes.append(f"this run lost {lost} logged row(s) of metrics to the damage")
     if unnamed:
