@@ -646,6 +646,8 @@ def table_names(path: str) -> tuple[set[str], str | None]:
         finally:
             conn.close()
     except sqlite3.Error as exc:
+        if not is_damage(exc):  # locked, unreadable, …: nothing says it is damaged
+            return set(), None
         error = str(exc)
     names: set[str] = set()
     with contextlib.suppress(OSError, ValueError):
@@ -703,6 +705,10 @@ def _quick_damage(path: str) -> str | None:
         return None
     if len(head) < 100 or head[:16] != SQLITE_MAGIC:
         return None
+    for live in ("-journal", "-wal"):  # a store being written: its file alone may not add up
+        with contextlib.suppress(OSError):
+            if os.path.getsize(path + live) > 0:
+                return None
     ps = int.from_bytes(head[16:18], "big")
     ps = 65536 if ps == 1 else ps
     declared = int.from_bytes(head[28:32], "big")

@@ -412,6 +412,14 @@ def load_inspect(path: str, selector: tuple[str, int] | None = None) -> Trajecto
         run.note("read without inspect_ai (direct JSON reader); install rundiff[inspect] for "
                  "Inspect's own log reader")
         return run
+    if path.lower().endswith(".eval"):
+        from .evalzip import whole
+
+        if not whole(path):  # inspect_ai checks no CRC: a damaged member could read as data
+            run = _inspect_direct_run(path, selector)
+            run.note("the log is damaged: read by rundiff's direct reader (each member "
+                     "CRC-checked), not inspect_ai's")
+            return run
     try:
         try:
             log = read_eval_log(path, resolve_attachments=True, exclude_fields={"events"})
