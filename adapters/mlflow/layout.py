@@ -97,7 +97,7 @@ def sqlite_state(path: str) -> str | None:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # text SQLite hands back garbled: damage too
         return _damaged(path)
     return "ok" if MLFLOW_TABLES <= names else None
 

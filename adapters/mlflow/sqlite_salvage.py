@@ -65,7 +65,10 @@ KINDS: tuple[tuple[str, frozenset[str], int], ...] = (
 
 
 def is_damage(exc: BaseException) -> bool:
-    """An sqlite3 error that says the file is damaged (not locked, missing or mistaken)."""
+    """An sqlite3 error that says the file is damaged (not locked, missing or mistaken), or text
+    SQLite hands back that is not in the file's encoding (a garbled cell)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
     code = getattr(exc, "sqlite_errorcode", None)
@@ -190,7 +193,9 @@ class PageFile:
         self.usable = self.page_size - (reserved if reserved < 32 else 0)
         enc = int.from_bytes(d[56:60], "big") if self.header_ok else 1
         self.encoding = {2: "utf-16-le", 3: "utf-16-be"}.get(enc, "utf-8")
-        self.declared = int.from_bytes(d[28:32], "big") if self.header_ok else 0
+        # the in-header page count holds only when its change counter is current (SQLite ≥ 3.7)
+        self.declared = (int.from_bytes(d[28:32], "big")
+                         if self.header_ok and d[24:28] == d[92:96] else 0)
         self.freelist = int.from_bytes(d[32:36], "big") if self.header_ok else 0
         self.shift = 0
         self.shift_from = 0  # the first page read at the shifted offset
@@ -632,7 +637,18 @@ def _stat_key(path: str) -> tuple[Any, ...]:
 
 
 def _ro(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1", uri=True)
+    conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1", uri=True)
+    conn.text_factory = _text
+    return conn
+
+
+def _text(raw: bytes) -> str:
+    """Text as stored; text that is not UTF-8 (a garbled cell) is marked with a NUL byte, so
+    its row is dropped and counted as garbled, never read as data."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\x00" + raw.decode("utf-8", "replace")
 
 
 def table_names(path: str) -> tuple[set[str], str | None]:
@@ -645,10 +661,10 @@ def table_names(path: str) -> tuple[set[str], str | None]:
                 "SELECT name FROM sqlite_master WHERE type='table'")}, None
         finally:
             conn.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
         if not is_damage(exc):  # locked, unreadable, …: nothing says it is damaged
             return set(), None
-        error = str(exc)
+        error = _said(exc)
     names: set[str] = set()
     with contextlib.suppress(OSError, ValueError):
         pf = PageFile(path)
@@ -724,8 +740,8 @@ def _quick_damage(path: str) -> str | None:
             got = conn.execute("PRAGMA quick_check(1)").fetchall()
         finally:
             conn.close()
-    except sqlite3.Error as exc:
-        return str(exc) if is_damage(exc) else None
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        return _said(exc) if is_damage(exc) else None
     return None if got == [("ok",)] else malformed
 
 
@@ -765,15 +781,22 @@ def _sqlite_schema(path: str) -> tuple[list[tuple[Any, ...]] | None, str | None]
             try:
                 return [tuple(r) for r in conn.execute(
                     "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master")], None
-            except sqlite3.DatabaseError as exc:
-                first = str(exc)
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                first = _said(exc)
             conn.execute("PRAGMA writable_schema = ON")  # a damaged CREATE statement: read past it
             return [tuple(r) for r in conn.execute(
                 "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master")], first
         finally:
             conn.close()
-    except sqlite3.Error as exc:
-        return None, str(exc)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        return None, _said(exc)
+
+
+def _said(exc: BaseException) -> str:
+    """SQLite's message; one it could not even hand over (its text not UTF-8) in its words."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "malformed database schema (its text is not UTF-8)"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _sqlite_table(path: str, name: str) -> tuple[list[str], list[tuple[Any, ...]]] | None:
@@ -794,7 +817,7 @@ def _sqlite_table(path: str, name: str) -> tuple[list[str], list[tuple[Any, ...]
                 return [c[0] for c in cur.description], cur.fetchall()
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):
         return None
 
 
@@ -1101,7 +1124,9 @@ def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
                 f"bytes were {'inserted into' if pf.shift > 0 else 'dropped from'} the file while "
                 "it was copied or stored; copy it again from where it was written")
     whole = pf.size // ps
-    if pf.declared > whole or pf.size % ps or any(v == "beyond the end" for v in damaged.values()):
+    beyond = any(v == "beyond the end" for v in damaged.values())
+    # a page pointer past the end says "cut" only when the header cannot say how long it was
+    if pf.declared > whole or pf.size % ps or (beyond and not pf.declared):
         total = max(pf.declared, whole + 1)
         return (f"{said}: the file ends at page {whole} of {total} (cut short)",
                 "the file was cut short (a copy or download that stopped early, or a full disk); "

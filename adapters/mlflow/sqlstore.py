@@ -69,10 +69,10 @@ class SqliteReader:
         try:
             self.conn = sqlite3.connect(sqlite_ro_uri(path), uri=True, check_same_thread=False)
             self._describe()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             if not is_damage(exc):
                 raise InputError(f"cannot open {path} as an sqlite database: {exc}") from exc
-            self._salvage(str(exc))
+            self._salvage(_said(exc))
         if self.recovered is None:
             # damage a cheap look finds now: every run then says so, not only those read after
             # a query met it (a larger store's damage is met where its pages are read)
@@ -147,11 +147,11 @@ class SqliteReader:
         """`fn(connection)`; a damaged file met on the way: again on what can be read of it."""
         try:
             return fn(self.conn)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             if self.recovered is None and is_damage(exc):
                 with self._switch:
                     if self.recovered is None:
-                        self._salvage(str(exc))
+                        self._salvage(_said(exc))
                 try:
                     return fn(self.conn)
                 except sqlite3.Error as again:
@@ -320,6 +320,13 @@ class SqliteReader:
         cols = HistoryColumns(rows["step"].astype("float64"), codes, used, value,
                               rows["ts"].astype("float64") / 1000.0)
         return cols, notes
+
+
+def _said(exc: BaseException) -> str:
+    """SQLite's word for the damage an exception shows."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "database disk image is malformed: text that is not UTF-8"
+    return str(exc)
 
 
 def _numeric(row: tuple[Any, ...]) -> bool:

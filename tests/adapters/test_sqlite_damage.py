@@ -445,3 +445,103 @@ def test_mlflow_address_of_a_damaged_optuna_store_says_what_it_is(optuna_store, 
     line = _one_line_error(err)
     assert "study.db: a damaged Optuna store" in line and "not an MLflow store" in line
     assert f"local:{bad}" in err
+
+
+# -- hostile bytes ---------------------------------------------------------------------------------------
+
+_HOSTILE = None
+
+
+def _hostile_db() -> bytes:
+    """A small store of two tables with indexes and overflow rows, as bytes (built once)."""
+    global _HOSTILE
+    if _HOSTILE is None:
+        import os
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="hostile-sqlite-")
+        path = os.path.join(d, "s.db")
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE scalars (run_id TEXT, tag TEXT, step INTEGER, value REAL)")
+        conn.execute("CREATE INDEX ix ON scalars (run_id, tag, step)")
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.executemany("INSERT INTO scalars VALUES (?, ?, ?, ?)",
+                         [(f"r{i % 3}", "loss", i, 1.0 / (i + 1)) for i in range(3000)])
+        conn.executemany("INSERT INTO notes (body) VALUES (?)", [("x" * 9000,), ("y" * 50,)])
+        conn.commit()
+        conn.close()
+        _HOSTILE = Path(path).read_bytes()
+        shutil.rmtree(d)
+    return _HOSTILE
+
+
+@pytest.mark.slow
+def test_hostile_bytes_never_raise_past_the_reader(tmp_path_factory):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from rundiff_adapters.local.layouts import sqlite_store
+    from rundiff_adapters.mlflow.sqlite_salvage import recover
+
+    clean = _hostile_db()
+    edits = st.lists(st.tuples(st.integers(0, len(clean) - 1), st.integers(0, 255)), max_size=40)
+
+    @settings(max_examples=40, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(edits=edits, cut=st.integers(0, len(clean)), insert=st.integers(0, 600),
+           zero=st.integers(0, len(clean) // PAGE))
+    def check(edits, cut, insert, zero):
+        data = bytearray(clean)
+        for at, b in edits:
+            data[at] = b
+        data[zero * PAGE:(zero + 1) * PAGE] = bytes(PAGE)
+        data[cut:cut] = bytes(insert % 256 for _ in range(insert))
+        path = tmp_path_factory.mktemp("hostile") / "s.db"
+        path.write_bytes(bytes(data))
+        before = hash_tree(path)
+        assert main(["ls", str(path), "--format", "json"]) in (0, 2)  # never an internal error
+        rec = recover(str(path))  # what reads, or nothing: never a traceback
+        assert rec.cause and "\n" not in rec.cause and rec.hint
+        for run in sqlite_store.claim_file(str(path)) or []:
+            try:
+                sqlite_store.meta(run)
+                sqlite_store.history(run)
+            except Exception as exc:  # only the documented one-line error
+                from rundiff_core.errors import InputError
+
+                assert isinstance(exc, InputError) and "\n" not in str(exc.args[0]), exc
+        assert hash_tree(path) == before
+
+    check()
+
+
+@pytest.mark.slow
+def test_hostile_bytes_in_an_mlflow_store(mlflow_store, tmp_path_factory, capsys):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    db, _clean = mlflow_store
+    clean = db.read_bytes()
+
+    @settings(max_examples=15, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(edits=st.lists(st.tuples(st.integers(0, len(clean) - 1), st.integers(0, 255)),
+                          max_size=30),
+           cut=st.integers(len(clean) // 2, len(clean)), insert=st.integers(0, 300))
+    def check(edits, cut, insert):
+        data = bytearray(clean[:cut])
+        for at, b in edits:
+            if at < len(data):
+                data[at] = b
+        data[len(data) // 3:len(data) // 3] = bytes(insert % 256 for _ in range(insert))
+        path = tmp_path_factory.mktemp("hostile-mlflow") / "mlflow.db"
+        path.write_bytes(bytes(data))
+        before = hash_tree(path)
+        code = main(["ls", str(path), "--format", "json"])
+        out = capsys.readouterr()
+        assert code in (0, 2), out.err
+        assert "Traceback" not in out.err
+        if code == 2:
+            _one_line_error(out.err)
+        assert hash_tree(path) == before
+
+    check()

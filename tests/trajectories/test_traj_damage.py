@@ -292,3 +292,38 @@ def test_real_logs_damaged_keep_what_reads(trajdata, tmp_path, capsys, reader):
             lost += total - len(got)
             assert hash_tree(path) == before
     assert kept > lost  # most of what damage did not touch still reads
+
+
+@pytest.mark.slow
+def test_hostile_bytes_in_an_eval_log(tmp_path_factory, monkeypatch):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    clean = _eval_log(tmp_path_factory.mktemp("hostile-eval") / "clean.eval", n=8).read_bytes()
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(edits=st.lists(st.tuples(st.integers(0, len(clean) - 1), st.integers(0, 255)),
+                          max_size=20),
+           cut=st.integers(0, len(clean)), insert=st.integers(0, 300),
+           at=st.integers(0, len(clean)))
+    def check(edits, cut, insert, at):
+        data = bytearray(clean)
+        for i, b in edits:
+            data[i] = b
+        data[at:at] = bytes((7 * k) % 256 for k in range(insert))
+        data = data[:cut + insert]
+        path = tmp_path_factory.mktemp("hostile-eval") / "run.eval"
+        path.write_bytes(bytes(data))
+        before = hash_tree(path)
+        try:
+            run = read_trajectory_run(str(path))
+            assert all("\n" not in n for n in run.notes)
+            assert len(run.records) <= 8
+        except InputError as exc:
+            assert "\n" not in str(exc.args[0]), exc
+        assert hash_tree(path) == before
+
+    check()

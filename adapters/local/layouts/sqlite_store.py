@@ -138,8 +138,9 @@ def read_schema(path: str) -> Schema | None:
         rec = _recovered(path)
         if rec is not None:  # damaged, and not even its schema could be read
             return Schema({}, error=f"{rec.what()} ({rec.cause})", damaged=rec)
-        if isinstance(exc, sqlite3.Error) and _is_damage(exc):
-            return _damaged_schema(path, str(exc))
+        if _is_damage(exc):
+            return _damaged_schema(path, str(exc) if isinstance(exc, sqlite3.Error) else
+                                   "database disk image is malformed: text that is not UTF-8")
         return Schema({}, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
 
@@ -226,9 +227,11 @@ def _damage_note(rec: Any) -> str:
 
 def _retry_damaged(path: str, exc: BaseException) -> bool:
     """True when `exc` is damage first met now: the file is recovered, the caller reads again."""
-    if not isinstance(exc, sqlite3.Error) or not _is_damage(exc) or _recovered(path) is not None:
+    if not _is_damage(exc) or _recovered(path) is not None:
         return False
-    rec = _salvage(path, str(exc))
+    said = str(exc) if isinstance(exc, sqlite3.Error) else \
+        "database disk image is malformed: text that is not UTF-8"
+    rec = _salvage(path, said)
     return rec is not None and rec.copy is not None
 
 

@@ -32,7 +32,11 @@ def _runs(folder: str, files: list[str]) -> list[LayoutRun]:
         if not f.endswith(".db"):
             continue
         path = os.path.join(folder, f)
-        if trackio.is_trackio_db(path):
+        try:
+            whole = trackio.is_trackio_db(path)
+        except UnicodeDecodeError:  # its schema's text garbled: damaged
+            whole = False
+        if whole:
             dbs.append(f)
         elif _damaged_trackio(path):
             dbs.append(f)
@@ -84,10 +88,11 @@ def _read(path: str, fn: Callable[..., _T], *args: Any) -> tuple[_T, Any]:
     if error is None and not _damaged_trackio(path):
         try:
             return fn(path, *args), None
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             if not is_damage(exc):
                 raise
-            error = str(exc)
+            error = str(exc) if isinstance(exc, sqlite3.Error) else \
+                "database disk image is malformed: text that is not UTF-8"
     try:
         rec = recover(path, None, error)
     except (OSError, ValueError, sqlite3.Error) as exc:
