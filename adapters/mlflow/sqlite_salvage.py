@@ -52,6 +52,7 @@ _SCHEMA_TYPES = ("table", "index", "view", "trigger")
 _KIND_SCAN_BYTES = 64 << 20  # a damaged file's raw bytes looked at for CREATE TABLE names
 _GUESS_PAGES = 4096  # pages looked at to guess the page size of a file whose header is damaged
 _SCHEMA_SCAN_PAGES = 1 << 16  # pages looked at for schema rows cut off from the first page
+_FIRST = -(1 << 63)  # "after" of a rowid range from the start (no table holds that rowid)
 
 # which store a set of table names is (most specific first); (kind, tables, how many must be there)
 KINDS: tuple[tuple[str, frozenset[str], int], ...] = (
@@ -75,7 +76,8 @@ def is_damage(exc: BaseException) -> bool:
     if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
         return True
     text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
+    return ("malformed" in text or "not a database" in text or "corrupt" in text
+            or "could not decode to utf-8" in text)  # python's sqlite3 on text that is not
 
 
 def kind_of(names: Iterable[str]) -> str | None:
@@ -161,6 +163,28 @@ def decode_record(buf: bytes, encoding: str = "utf-8") -> list[Any]:
         else:
             raise _Bad("reserved serial type")
     return out
+
+
+def _last_int(buf: bytes) -> int | None:
+    """The last value of a record when it is an integer (an index entry's rowid), decoding
+    nothing else."""
+    end = len(buf)
+    hsize, i = _varint(buf, 0, end)
+    if hsize < 1 or hsize > end:
+        raise _Bad("record header size")
+    pos, t = hsize, 0
+    while i < hsize:
+        t, i = _varint(buf, i, hsize)
+        n = _INT_SIZES.get(t, 8 if t == 7 else 0) if t < 12 else (t - 12) // 2
+        pos += n
+    if t not in _INT_SIZES and t not in (8, 9):
+        return None
+    if t in (8, 9):
+        return t - 8
+    n = _INT_SIZES[t]
+    if pos > end:
+        raise _Bad("integer past the end")
+    return int.from_bytes(buf[pos - n:pos], "big", signed=True)
 
 
 @dataclass
@@ -275,6 +299,11 @@ class PageFile:
     def btree(self, pno: int) -> _Page | None:
         if not 1 <= pno <= self.npages:
             self.damaged.setdefault(pno, "beyond the end")
+            return None
+        if self.shift_from and pno == self.shift_from - 1:
+            # the page the bytes went into (or out of): where in it is not known, so none of it
+            # is trusted — its cells past that point would read as other bytes
+            self.damaged.setdefault(pno, "shifted")
             return None
         base = self.offset(pno)
         got = self._header_at(base, pno == 1)
@@ -400,16 +429,31 @@ class PageFile:
                 seen.add(int.from_bytes(self.data[p:p + 4], "big"))
             trunk, steps = nxt, steps + 1
 
+    def table_ranges(self, root: int, damage: dict[int, str]
+                     ) -> tuple[list[tuple[int, int | None]], int]:
+        """The rowid ranges (after, up to] of a table b-tree's pages that do not read (up to
+        None: unbounded), and how many rows they held (each range's width; an unbounded one the
+        typical width of its siblings); its damaged pages into `damage`. Only the interior pages
+        are read, and each leaf's header."""
+        ranges, _rows, _bad, held = self._table_walk(root, damage, decode=False)
+        return ranges, held
+
     def table_rows(self, root: int, damage: dict[int, str]) -> tuple[dict[int, list[Any]], int, int]:
         """(rows by rowid, cells that did not read, rows the damaged pages held) of a table
-        b-tree; its damaged pages into `damage`. What a lost page held is its rowid range (an
-        interior cell's key bounds its left child's rowids), less the rows found since."""
+        b-tree; its damaged pages into `damage`."""
+        _ranges, rows, bad, held = self._table_walk(root, damage, decode=True)
+        return rows, bad, held
+
+    def _table_walk(self, root: int, damage: dict[int, str], decode: bool
+                    ) -> tuple[list[tuple[int, int | None]], dict[int, list[Any]], int, int]:
+        """What a lost page held is its rowid range: an interior cell's key bounds its left
+        child's rowids."""
         rows: dict[int, list[Any]] = {}
         bad = 0
         seen: set[int] = set()
         ranges: list[tuple[int, int | None]] = []  # (after, up to) of each damaged page
         widths: list[int] = []
-        stack: list[tuple[int, int, int | None]] = [(root, -(1 << 63), None)]
+        stack: list[tuple[int, int, int | None]] = [(root, _FIRST, None)]
         while stack:
             pno, lo, hi = stack.pop()
             if pno in seen:
@@ -432,11 +476,13 @@ class PageFile:
                     except _Bad:
                         continue
                     kids.append((child, prev, key))
-                    if prev > -(1 << 63):
+                    if prev > _FIRST:
                         widths.append(key - prev)
                     prev = key
                 kids.append((page.right, prev, hi))
                 stack.extend(reversed(kids))
+                continue
+            if not decode:
                 continue
             for cell in self.table_cells(page):
                 if cell is None:
@@ -449,13 +495,16 @@ class PageFile:
         held = 0
         typical = round(sum(widths) / len(widths)) if widths else 0
         for lo, hi in ranges:
-            if hi is not None and lo > -(1 << 63):
+            if hi is not None and lo > _FIRST:
                 held += max(0, hi - lo)
             else:
                 held += typical
-        return rows, bad, held
+        return ranges, rows, bad, held
 
-    def index_rows(self, root: int) -> tuple[list[list[Any]], int]:
+    def index_rows(self, root: int, ranges: list[tuple[int, int | None]] | None = None
+                   ) -> tuple[list[list[Any]], int]:
+        """An index's entries (its columns, then the rowid), page by page: all, or those whose
+        rowid is in `ranges` ((after, up to]), only those decoded whole."""
         out: list[list[Any]] = []
         bad = 0
         for page in self.walk(root, set(), interior_cells=True):
@@ -463,6 +512,11 @@ class PageFile:
                 try:
                     if payload is None:
                         raise _Bad("cell")
+                    if ranges is not None:
+                        rid = _last_int(payload)
+                        if rid is None or not any(lo < rid and (hi is None or rid <= hi)
+                                                  for lo, hi in ranges):
+                            continue
                     out.append(decode_record(payload, self.encoding))
                 except _Bad:
                     bad += 1
@@ -642,6 +696,15 @@ def _ro(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _utf8(raw: Any) -> int:
+    """1 when the bytes are UTF-8 text (an SQL function on the copy)."""
+    try:
+        bytes(raw).decode("utf-8")
+    except (UnicodeDecodeError, TypeError):
+        return 0
+    return 1
+
+
 def _text(raw: bytes) -> str:
     """Text as stored; text that is not UTF-8 (a garbled cell) is marked with a NUL byte, so
     its row is dropped and counted as garbled, never read as data."""
@@ -799,28 +862,6 @@ def _said(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _sqlite_table(path: str, name: str) -> tuple[list[str], list[tuple[Any, ...]]] | None:
-    """Every row of a table as SQLite reads it (rowid first), or None when it does not read."""
-    try:
-        conn = _ro(path)
-        try:
-            conn.execute("PRAGMA writable_schema = ON")
-            q = _quote(name)
-            try:
-                cur = conn.execute(f"SELECT rowid, * FROM {q} NOT INDEXED")
-                cols = [c[0] for c in cur.description][1:]
-                return ["rowid", *cols], cur.fetchall()
-            except sqlite3.OperationalError as exc:
-                if "rowid" not in str(exc):
-                    raise
-                cur = conn.execute(f"SELECT * FROM {q}")
-                return [c[0] for c in cur.description], cur.fetchall()
-        finally:
-            conn.close()
-    except (sqlite3.Error, UnicodeDecodeError):
-        return None
-
-
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -928,91 +969,254 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
     error = error or schema_error
     by_pages = schema is None  # SQLite cannot read even the schema: nor any table
     pf = PageFile(path)
+    copy = None
     try:
         if schema is None:
             schema = pf.schema()
         names = {r[1] for r in schema if r[0] == "table"} or _create_names(path)
         kind = kind_of(names)
         tables, unread, index_sql = _describe(schema, want)
-        # every tree's pages, the schema's and the free list's: a leaf page none of them reaches
-        # was cut off from its tree by damage
-        reached: set[int] = set()
-        pf.mark(1, reached)
-        for typ, _name, _tbl, root, _sql in schema:
-            if typ in ("table", "index") and isinstance(root, int) and root > 1:
-                pf.mark(root, reached)
-        pf.mark_freelist(reached)
-        rows: dict[str, list[tuple[int | None, list[Any]]]] = {}
         lost: dict[str, TableLoss] = {n: TableLoss(unread=why) for n, why in unread.items()}
-        by_sqlite = []
-        for name, t in tables.items():
-            got = None if by_pages else _sqlite_table(path, name)
-            if got is not None and _sqlite_fits(got[0], t):
-                has_rowid = got[0][0] == "rowid"
-                rows[name] = [((r[0] if has_rowid else None), list(r[1:] if has_rowid else r))
-                              for r in got[1]]
-                by_sqlite.append(name)
-                continue
-            if not t.rowid:
-                lost[name] = TableLoss(unread="a WITHOUT ROWID table SQLite cannot read")
-                continue
-            rows[name], lost[name] = _page_table(pf, t)
-        damaged_tables = [n for n, loss in lost.items() if loss.pages and n in rows]
-        if damaged_tables:
-            _orphans(pf, reached, tables, rows, lost, damaged_tables)
-        seen = {n: {rid for rid, _ in got if rid is not None} for n, got in rows.items()}
-        for name, got in rows.items():  # a zeroed or overwritten cell body: NUL-filled text
-            kept = [r for r in got if not _garbled(r[1])]
-            if len(kept) != len(got):
-                lost.setdefault(name, TableLoss()).garbled += len(got) - len(kept)
-                rows[name] = kept
-        for name, loss in lost.items():
-            if name in rows:
-                _count_losses(loss, seen[name])
-        copy = _write_copy(path, tables, rows, lost, index_sql) if rows else None
-        count = {n: len(r) for n, r in rows.items()}
+        by_sqlite: list[str] = []
+        count: dict[str, int] = {}
+        if tables:
+            copy = _Copy(path, attach=not by_pages)
+            for name, t in tables.items():
+                if not copy.create(t):
+                    lost[name] = TableLoss(unread="its CREATE statement is damaged")
+                    continue
+                loss = lost[name] = TableLoss()
+                # after inserted or dropped bytes SQLite reads every page misaligned: a table
+                # with a page there is read page by page, realigned
+                sqlite_ok = copy.src and not (pf.shift_from and t.root > 0 and max(
+                    _tree_pages(pf, t.root), default=0) >= pf.shift_from - 1)
+                if sqlite_ok and copy.from_sqlite(t, None, loss):
+                    by_sqlite.append(name)
+                elif not t.rowid:
+                    lost[name] = TableLoss(unread="a WITHOUT ROWID table SQLite cannot read")
+                else:
+                    _damaged_table(pf, copy, t, loss, sqlite_ok)
+            damaged_tables = [n for n, loss in lost.items() if loss.pages and n in tables]
+            if damaged_tables:
+                _orphans(pf, schema, copy, tables, lost, damaged_tables)
+            for name in tables:
+                if name in lost and not lost[name].unread:
+                    _count_losses(lost[name], copy.rowids(tables[name]))
+            count = copy.finish(tables, lost, index_sql)
         cause, hint = _cause(pf, error, pf.damaged, schema_error)
         kept = {n: v for n, v in lost.items()
                 if v.total or v.unread or v.rebuilt or v.found or v.pages}
-        return Recovered(path, copy, kind, cause, hint, count, kept, pf.npages,
-                         len(pf.damaged), by_sqlite)
+        return Recovered(path, copy.path if copy is not None and count else None, kind, cause,
+                         hint, count, kept, pf.npages, len(pf.damaged), by_sqlite)
     finally:
+        if copy is not None:
+            copy.close()
         pf.close()
 
 
-def _sqlite_fits(cols: list[str], t: _Table) -> bool:
-    names = cols[1:] if cols and cols[0] == "rowid" else cols
-    return len(names) == len(t.columns)
+class _Copy:
+    """The private copy being written: the damaged file attached read-only (`src`) so SQLite
+    copies what it still reads table to table, at its own speed; rows read page by page are
+    inserted from Python."""
+
+    def __init__(self, path: str, attach: bool) -> None:
+        folder = tempfile.mkdtemp(prefix="copy-", dir=_tmpdir())
+        self.path = os.path.join(folder, os.path.basename(path))
+        self.conn = sqlite3.connect(Path(self.path).absolute().as_uri(), uri=True)
+        self.conn.text_factory = _text
+        # a journal (in memory) so a copy that meets damage half-way is undone whole
+        for pragma in ("journal_mode = MEMORY", "synchronous = OFF",
+                       "ignore_check_constraints = ON"):
+            self.conn.execute(f"PRAGMA {pragma}")
+        self.conn.create_function("rundiff_utf8", 1, _utf8, deterministic=True)
+        self.src = False
+        if attach:
+            try:
+                self.conn.execute("ATTACH DATABASE ? AS src",
+                                  (Path(path).absolute().as_uri() + "?mode=ro&immutable=1",))
+                self.src = True
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    def create(self, t: _Table) -> bool:
+        try:
+            self.conn.execute(t.create)
+            return True
+        except sqlite3.Error:
+            return False
+
+    def _cols(self, t: _Table) -> tuple[str, str]:
+        cols = ", ".join(_quote(c) for c in t.columns)
+        return cols, ("rowid, " if t.rowid else "")
+
+    def from_sqlite(self, t: _Table, ranges: list[tuple[int, int | None]] | None,
+                    loss: TableLoss) -> bool:
+        """Copy the table's rows as SQLite reads them — all, or those in `ranges` ((after, up
+        to]; up to None: no end) — and drop the garbled; False (nothing kept) at damage."""
+        q = _quote(t.name)
+        cols, rid = self._cols(t)
+        head = (f"INSERT OR IGNORE INTO main.{q} ({rid}{cols}) SELECT {rid}{cols} "
+                f"FROM src.{q} NOT INDEXED")
+        self.conn.commit()
+        try:
+            if ranges is None:
+                self.conn.execute(head)
+            else:
+                for after, upto in ranges:
+                    # `rowid >= after + 1`, not `rowid > after`: SQLite seeks the latter from
+                    # `after`, which is in the lost page before the range
+                    if upto is None:
+                        self.conn.execute(f"{head} WHERE rowid >= ?", (after + 1,))
+                        continue
+                    # a range ends where a lost page starts: stop one row short and take the
+                    # last row by itself, so the scan never steps onto the lost page
+                    self.conn.execute(f"{head} WHERE rowid >= ? AND rowid < ?", (after + 1, upto))
+                    self.conn.execute(f"{head} WHERE rowid = ?", (upto,))
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            if not is_damage(exc):
+                raise
+            self.conn.rollback()
+            self.conn.execute(f"DELETE FROM main.{q}")
+            self.conn.commit()
+            return False
+        texts = " OR ".join(f"(typeof({q_c}) = 'text' AND (instr({q_c}, char(0)) > 0 OR "
+                            f"NOT rundiff_utf8(CAST({q_c} AS BLOB))))"
+                            for q_c in map(_quote, t.columns))
+        if texts:  # a zeroed or overwritten cell body: NUL-filled text, or text not UTF-8
+            loss.garbled += self.conn.execute(f"DELETE FROM main.{q} WHERE {texts}").rowcount
+        return True
+
+    def insert(self, t: _Table, rows: Iterable[tuple[int | None, list[Any]]],
+               loss: TableLoss) -> int:
+        """Insert rows read page by page (garbled ones dropped, invalid ones refused): how many
+        were kept."""
+        q = _quote(t.name)
+        cols, rid = self._cols(t)
+        marks = ", ".join("?" * len(t.columns))
+        good, n = [], 0
+        for rowid, vals in rows:
+            n += 1
+            if _garbled(vals):
+                loss.garbled += 1
+            else:
+                good.append((rowid, *vals) if t.rowid else tuple(vals))
+        before = self.conn.total_changes
+        self.conn.executemany(f"INSERT OR IGNORE INTO main.{q} ({rid}{cols}) VALUES "
+                              f"({'?, ' if t.rowid else ''}{marks})", good)
+        kept = self.conn.total_changes - before
+        loss.refused += len(good) - kept
+        return kept
+
+    def rowids(self, t: _Table) -> set[int]:
+        if not t.rowid:
+            return set()
+        return {r[0] for r in self.conn.execute(f"SELECT rowid FROM main.{_quote(t.name)}")}
+
+    def index_entries(self, index: str, cols: list[str], t: _Table,
+                      ranges: list[tuple[int, int | None]]) -> list[list[Any]] | None:
+        """An index's entries for rowids in `ranges`, as SQLite reads the index alone (it holds
+        every column asked for); None when it does not read."""
+        if not self.src:
+            return None
+        sel = ", ".join(_quote(c) for c in cols)
+        out: list[list[Any]] = []
+        self.conn.commit()  # a read that meets damage must cost nothing copied so far
+        try:
+            for after, upto in ranges:
+                where = "rowid > ?" + ("" if upto is None else " AND rowid <= ?")
+                args = (after,) if upto is None else (after, upto)
+                out += [list(r) for r in self.conn.execute(
+                    f"SELECT {sel}, rowid FROM src.{_quote(t.name)} INDEXED BY {_quote(index)} "
+                    f"WHERE {where}", args)]
+        except (sqlite3.Error, UnicodeDecodeError):
+            self.conn.rollback()
+            return None
+        return out
+
+    def finish(self, tables: dict[str, _Table], lost: dict[str, TableLoss],
+               index_sql: list[str]) -> dict[str, int]:
+        """Index the copy as the file was, and say how many rows each table holds."""
+        count = {}
+        for name in tables:
+            if name in lost and lost[name].unread:
+                continue
+            count[name] = self.conn.execute(f"SELECT count(*) FROM main.{_quote(name)}"
+                                            ).fetchone()[0]
+        self.conn.commit()
+        if self.src:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("DETACH DATABASE src")
+            self.src = False
+        for sql in index_sql:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute(sql)
+        self.conn.commit()
+        return count
 
 
-def _page_table(pf: PageFile, t: _Table) -> tuple[list[tuple[int | None, list[Any]]], TableLoss]:
-    """A table read page by page; the rows of its lost pages rebuilt from (or counted by) its
-    indexes."""
-    loss = TableLoss()
+def _between(ranges: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
+    """The rowid ranges (after, up to] outside the lost ranges given."""
+    out: list[tuple[int, int | None]] = []
+    at: int | None = _FIRST
+    for lo, hi in sorted(ranges, key=lambda r: r[0]):
+        if at is None:
+            break
+        if lo > at:
+            out.append((at, lo))
+        at = hi if hi is None else max(at, hi)
+    if at is not None:
+        out.append((at, None))
+    return out
+
+
+def _tree_pages(pf: PageFile, root: int) -> set[int]:
+    seen: set[int] = set()
+    pf.mark(root, seen)
+    return seen
+
+
+def _damaged_table(pf: PageFile, copy: _Copy, t: _Table, loss: TableLoss,
+                   sqlite_ok: bool = True) -> None:
+    """A table SQLite cannot read whole: the rows between its lost pages as SQLite reads them
+    (else every page it still has, page by page), then the lost pages' rows rebuilt from an
+    index holding all their columns, or counted by the index entries that name them."""
     if t.root <= 0:
         loss.unread = "its root page is not known"
-        return [], loss
+        return
     damage: dict[int, str] = {}
-    found, bad, held = pf.table_rows(t.root, damage)
-    loss.pages = sorted(damage)
-    rows: dict[int, list[Any]] = {rid: _fit(vals, t, rid) for rid, vals in found.items()}
-    if loss.pages or bad:
-        named: dict[int, dict[str, Any]] = {}
-        for _iname, iroot, icols in t.indexes:
-            entries, _ibad = pf.index_rows(iroot)
-            for e in entries:
-                if len(e) != len(icols) + 1 or not isinstance(e[-1], int) or e[-1] in rows:
-                    continue
-                named.setdefault(e[-1], {}).update(zip(icols, e[:-1], strict=True))
-        need = [c for i, c in enumerate(t.columns) if i != t.ipk]
-        for rid, known in named.items():
-            if all(c in known for c in need):
-                rows[rid] = [rid if i == t.ipk else known[c] for i, c in enumerate(t.columns)]
-                loss.rebuilt += 1
-            else:
-                loss.missing[rid] = known
-        loss.held = max(held, bad)
-    return [(rid, vals) for rid, vals in sorted(rows.items())], loss
+    lost_ranges, held = pf.table_ranges(t.root, damage)
+    loss.pages, loss.held = sorted(damage), held
+    if not (sqlite_ok and lost_ranges and copy.from_sqlite(t, _between(lost_ranges), loss)):
+        damage.clear()
+        found, bad, held = pf.table_rows(t.root, damage)
+        loss.pages, loss.held = sorted(damage), max(held, bad)
+        lost_ranges = lost_ranges or [(_FIRST, None)]
+        copy.insert(t, ((rid, _fit(v, t, rid)) for rid, v in found.items()), loss)
+    if not loss.pages and not lost_ranges:
+        return
+    have = copy.rowids(t)
+    named: dict[int, dict[str, Any]] = {}
+    for iname, iroot, icols in t.indexes:
+        entries = copy.index_entries(iname, icols, t, lost_ranges) if sqlite_ok and max(
+            _tree_pages(pf, iroot), default=0) < (pf.shift_from or 1 << 62) - 1 else None
+        if entries is None:
+            entries, _bad = pf.index_rows(iroot, lost_ranges)
+        for e in entries:
+            if len(e) != len(icols) + 1 or not isinstance(e[-1], int) or e[-1] in have:
+                continue
+            named.setdefault(e[-1], {}).update(zip(icols, e[:-1], strict=True))
+    need = [c for i, c in enumerate(t.columns) if i != t.ipk]
+    rebuilt = []
+    for rid, known in named.items():
+        if all(c in known for c in need):
+            rebuilt.append((rid, [rid if i == t.ipk else known[c] for i, c in enumerate(t.columns)]))
+        else:
+            loss.missing[rid] = known
+    loss.rebuilt += copy.insert(t, rebuilt, loss)
 
 
 def _count_losses(loss: TableLoss, have: set[int]) -> None:
@@ -1043,12 +1247,18 @@ def _fit(vals: list[Any], t: _Table, rowid: int) -> list[Any]:
     return vals
 
 
-def _orphans(pf: PageFile, reached: set[int], tables: dict[str, _Table],
-             rows: dict[str, list[tuple[int | None, list[Any]]]], lost: dict[str, TableLoss],
+def _orphans(pf: PageFile, schema: list[tuple[Any, ...]], copy: _Copy,
+             tables: dict[str, _Table], lost: dict[str, TableLoss],
              damaged_tables: list[str]) -> None:
-    """Leaf pages of a damaged table's tree that its damaged interior page no longer reaches:
+    """Leaf pages a damaged interior page no longer reaches (no tree, nor the free list, does):
     given to the one damaged table whose rows have their shape."""
-    have = {n: {rid for rid, _ in rows.get(n, [])} for n in damaged_tables}
+    reached: set[int] = set()
+    pf.mark(1, reached)
+    for typ, _name, _tbl, root, _sql in schema:
+        if typ in ("table", "index") and isinstance(root, int) and root > 1:
+            pf.mark(root, reached)
+    pf.mark_freelist(reached)
+    have = {n: copy.rowids(tables[n]) for n in damaged_tables}
     for _pno, found in pf.orphan_leaves(reached):
         width = {len(vals) for _, vals in found}
         fits = [n for n in damaged_tables
@@ -1057,53 +1267,9 @@ def _orphans(pf: PageFile, reached: set[int], tables: dict[str, _Table],
             continue
         name = fits[0]
         t = tables[name]
-        added = 0
-        for rid, vals in found:
-            if rid not in have[name]:
-                have[name].add(rid)
-                rows[name].append((rid, _fit(vals, t, rid)))
-                added += 1
-        lost[name].found += added
-
-
-def _write_copy(path: str, tables: dict[str, _Table],
-                rows: dict[str, list[tuple[int | None, list[Any]]]], lost: dict[str, TableLoss],
-                index_sql: list[str]) -> str:
-    folder = tempfile.mkdtemp(prefix="copy-", dir=_tmpdir())
-    copy = os.path.join(folder, os.path.basename(path))
-    conn = sqlite3.connect(copy)
-    try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("PRAGMA ignore_check_constraints = ON")
-        for name, got in rows.items():
-            t = tables[name]
-            try:
-                conn.execute(t.create)
-            except sqlite3.Error:
-                lost[name] = TableLoss(unread="its CREATE statement is damaged")
-                continue
-            cols = ", ".join(_quote(c) for c in t.columns)
-            marks = ", ".join("?" * len(t.columns))
-            before = conn.total_changes
-            with_rowid = [(rid, *vals) for rid, vals in got if rid is not None and t.rowid]
-            plain = [tuple(vals) for rid, vals in got if rid is None or not t.rowid]
-            if with_rowid:
-                conn.executemany(f"INSERT OR IGNORE INTO {_quote(name)} (rowid, {cols}) "
-                                 f"VALUES (?, {marks})", with_rowid)
-            if plain:
-                conn.executemany(f"INSERT OR IGNORE INTO {_quote(name)} ({cols}) VALUES ({marks})",
-                                 plain)
-            refused = len(got) - (conn.total_changes - before)
-            if refused:
-                lost.setdefault(name, TableLoss()).refused += refused
-        for sql in index_sql:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute(sql)
-        conn.commit()
-    finally:
-        conn.close()
-    return copy
+        new = [(rid, _fit(vals, t, rid)) for rid, vals in found if rid not in have[name]]
+        have[name] |= {rid for rid, _ in new}
+        lost[name].found += copy.insert(t, new, lost[name])
 
 
 def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],

@@ -278,8 +278,9 @@ class SqliteReader:
     def history(self, rec: RunRecord, keys: Sequence[str] | None
                 ) -> tuple[HistoryColumns, list[str]]:
         if keys is None:
-            names = sorted(r[0] for r in self._rows(
-                f"SELECT DISTINCT key FROM metrics{self._by_run} WHERE run_uuid = ?", [rec.run_id]))
+            # a set: an index whose order damage broke hands DISTINCT a key twice
+            names = sorted({r[0] for r in self._rows(
+                f"SELECT DISTINCT key FROM metrics{self._by_run} WHERE run_uuid = ?", [rec.run_id])})
         else:
             names = sorted(set(keys))
         sql = (f"SELECT value, timestamp, step, is_nan FROM metrics{self._by_run} "

@@ -155,8 +155,13 @@ def _write_mlflow(path: Path) -> None:
 def mlflow_store(tmp_path_factory) -> tuple[Path, dict[str, tuple[object, set[tuple]]]]:
     """(a clean MLflow sqlite store written by the client, what rundiff reads of it)."""
     pytest.importorskip("mlflow")
+    import uuid
+
     db = tmp_path_factory.mktemp("mlflow-damage") / "mlflow.db"
-    _write_mlflow(db)
+    rng = random.Random(2024)  # run ids from a seed: the same pages every session
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
+        _write_mlflow(db)
     clean = _read(f"mlflow:{db}")
     assert sum(len(p) for _, p in clean.values()) > 16000
     return db, clean
