@@ -127,7 +127,7 @@ def read_schema(path: str) -> Schema | None:
     try:
         got = _read_schema(path)
         got.damaged = _recovered(path)
-        if got.damaged is None:
+        if got.damaged is None and owner(got) is None:  # another reader's store: its business
             from rundiff_adapters.mlflow.sqlite_salvage import quick_damage
 
             said = quick_damage(path)  # damage a cheap look finds: every run then says so
@@ -161,7 +161,16 @@ def _damaged_header(path: str) -> Schema | None:
 
 
 def _damaged_schema(path: str, error: str) -> Schema:
-    """The schema of what could be read of a damaged file (`damaged` set; `error` when nothing)."""
+    """The schema of what could be read of a damaged file (`damaged` set; `error` when nothing).
+    A damaged store another reader owns (MLflow, trackio, neptune-scale) is left to it unread."""
+    from rundiff_adapters.mlflow.sqlite_salvage import Recovered, damaged_kind
+
+    kind = None
+    with contextlib.suppress(OSError, ValueError, sqlite3.Error):
+        kind = damaged_kind(path)
+    if kind in OWNED and _recovered(path) is None:
+        return Schema({}, error=f"a damaged {kind} store ({error})",
+                      damaged=Recovered(path, None, kind, error, "", {}, {}, 0, 0, []))
     rec = _recovered(path) or _salvage(path, error)
     if rec is not None and rec.copy is not None:
         with contextlib.suppress(sqlite3.Error, OSError, ValueError):
