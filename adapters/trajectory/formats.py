@@ -416,10 +416,14 @@ def load_inspect(path: str, selector: tuple[str, int] | None = None) -> Trajecto
         from .evalzip import whole
 
         if not whole(path):  # inspect_ai checks no CRC: a damaged member could read as data
-            run = _inspect_direct_run(path, selector)
-            run.note("the log is damaged: read by rundiff's direct reader (each member "
-                     "CRC-checked), not inspect_ai's")
-            return run
+            try:
+                run = _inspect_direct_run(path, selector)
+            except MissingDependencyError:
+                pass  # a format version only inspect_ai reads: it tries, below
+            else:
+                run.note("the log is damaged: read by rundiff's direct reader (each member "
+                         "CRC-checked), not inspect_ai's")
+                return run
     try:
         try:
             log = read_eval_log(path, resolve_attachments=True, exclude_fields={"events"})
