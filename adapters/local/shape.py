@@ -300,12 +300,12 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
 def text_shape(path: str) -> Shape:
     """A text log whose records (in one of textlog's grammars) are a real part of the file, with
     how large a part; else "not understood", with what little was found."""
-    from .textlog import record_share, sniff_text  # the grammars compile on import
+    from .textlog import sniff_text  # the grammars compile on import
 
     grammar = sniff_text(path)
     if grammar is None:
         return Shape("unknown", "text, no records with a step")
-    records, lines = record_share(path, grammar)
+    records, lines = grammar.share
     share = f"{records:,} of {lines:,} content lines"
     if lines and records < MIN_RECORD_SHARE * lines:
         return Shape("unknown", f"text; {share} look like {grammar.describe()} records — too few "

@@ -213,8 +213,9 @@ class Grammar:
     long_form: bool = False
     forms: tuple[str, ...] = ()
     framework: str | None = None  # a key of FRAMEWORKS
-    #: (record lines, non-blank lines) in the sniffed sample, when the sniff counted them
-    share: tuple[int, int] | None = None
+    #: (record lines, content lines) in the sniffed sample (all of a file up to WHOLE_BYTES):
+    #: how large a part of the file the grammar's records are; set by every sniff
+    share: tuple[int, int] = (0, 0)
 
     def describe(self) -> str:
         if self.framework in FRAMEWORKS:
@@ -362,25 +363,6 @@ def _counted(records: list[Record]) -> Grammar | None:
     return Grammar(step=None, forms=tuple(forms), framework="counted")
 
 
-def record_share(path: str, grammar: Grammar) -> tuple[int, int]:
-    """(records, non-blank lines) of the grammar in the file's sniff sample (all of a file up to
-    WHOLE_BYTES): how large a part of the file the grammar's records are."""
-    if grammar.share is not None:
-        return grammar.share
-    lines = [ln for ln in (_sample(path) or []) if ln.strip()]
-    if grammar.framework == "hf-dict":
-        is_record = lambda ln: _dict_record(ln) is not None  # noqa: E731
-    elif grammar.framework == "fairseq":
-        is_record = lambda ln: bool(_fairseq_json_row(ln) or _FAIRSEQ.search(ln))  # noqa: E731
-    elif grammar.framework == "torchtune-tqdm":
-        is_record = lambda ln: bool(_TT_TQDM.match(ln))  # noqa: E731
-    elif grammar.long_form:
-        is_record = lambda ln: bool(_TRIPLE.match(ln))  # noqa: E731
-    else:
-        is_record = lambda ln: parse_line(ln) is not None  # noqa: E731
-    return sum(1 for ln in lines if is_record(ln)), _content(lines)
-
-
 # A progress bar's refresh (tqdm: `45%|████▌     | 18/40 [00:03<00:04, 5.1it/s]`): a terminal
 # redraw, not a line of the log's content
 _PROGRESS = re.compile(r"\d+%\|.*\|\s*\d+/\d+|\d+/\d+ \[\d+:\d+<|[\d.]+\s*(?:it/s|s/it)\]")
@@ -394,17 +376,18 @@ def _content(lines: list[str]) -> int:
 
 def _framework(lines: list[str]) -> Grammar | None:
     """A framework's own lines, recognised before the generic grammar (at least 2 records)."""
-    tqdm = sum(1 for ln in lines if _TT_TQDM.match(ln) and parse_line(
-        _TT_TQDM.match(ln).group("desc")) is not None)
-    if tqdm >= 2:
-        return Grammar(step="step", framework="torchtune-tqdm")
+    content = _content(lines)
+    tqdm = [m for ln in lines if (m := _TT_TQDM.match(ln))]
+    if sum(1 for m in tqdm if parse_line(m.group("desc")) is not None) >= 2:
+        return Grammar(step="step", framework="torchtune-tqdm", share=(len(tqdm), content))
     rows = [row for ln in lines if (row := _fairseq_json_row(ln) or (
         (m := _FAIRSEQ.search(ln)) and _fairseq_row(m)))]
     if len(rows) >= 2 and any("num_updates" in stats for _, stats in rows):
-        return Grammar(step="num_updates", framework="fairseq")
+        share = sum(1 for ln in lines if _fairseq_json_row(ln) or _FAIRSEQ.search(ln))
+        return Grammar(step="num_updates", framework="fairseq", share=(share, content))
     dicts = [rec for ln in lines if (rec := _dict_record(ln)) is not None]
     if len(_trainer_records(dicts)[0]) >= 2:
-        return Grammar(step="epoch", framework="hf-dict")
+        return Grammar(step="epoch", framework="hf-dict", share=(len(dicts), content))
     return None
 
 
