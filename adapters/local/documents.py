@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rundiff_core import flatten
+from rundiff_core import flatten, split_metadata
 
 from .shape import metric_like
 
@@ -27,9 +27,11 @@ def measured(key: str, value: Any) -> bool:
     return digits >= 6
 
 
-def document_parts(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float], list[str]]:
-    """(config, summary, notes) of one run's document: `config`/`args` sections and set values are
-    config, `metrics`/`results` sections and measured numbers the summary; lists are named."""
+def document_parts(data: dict[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, float], dict[str, Any], list[str]]:
+    """(config, summary, metadata, notes) of one run's document: `config`/`args` sections and set
+    values are config — but tracker metadata (`rundiff_core.split_metadata`) goes to metadata —,
+    `metrics`/`results` sections and measured numbers the summary; lists are named."""
     config: dict[str, Any] = {}
     summary: dict[str, float] = {}
     lists: list[str] = []
@@ -52,4 +54,5 @@ def document_parts(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, floa
                     config[str(kk)] = vv
     notes = [f"{len(lists)} list(s) not read ({', '.join(lists[:4])}{' …' if len(lists) > 4 else ''})"
              ] if lists else []
-    return config, summary, notes
+    config, metadata = split_metadata(config)
+    return config, summary, metadata, notes

@@ -78,9 +78,7 @@ def meta(run: LayoutRun) -> Meta:
     lists = {k: v for k, v in cols.other.items() if isinstance(v, list)}
     from ..documents import document_parts
 
-    leaves = {k: v for k, v in cols.other.items() if not isinstance(v, list)}
-    settings, out.summary, _ = document_parts(leaves)  # final numbers apart from settings
-    config, metadata = rundiff_core.split_metadata(settings)
+    config, out.summary, metadata, _ = document_parts(cols.other)  # lists are said below
     out.config, out.meta = config, metadata
     if out.summary:
         out.notes.append(f"{name}: {len(out.summary)} final number(s) → summary")

@@ -346,8 +346,7 @@ def _document_meta(spec: LayoutRun) -> Meta:
             data = data.get(doc.section)
         if not isinstance(data, dict):
             continue
-        config, summary, notes = document_parts(data)
-        config, metadata = rundiff_core.split_metadata(config)
+        config, summary, metadata, notes = document_parts(data)
         where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
         if i:  # a companion: its numbers are the run's results, whatever their names
             summary.update({k: v for k, v in config.items() if isinstance(v, int | float)
@@ -387,9 +386,7 @@ def meta(spec: LayoutRun) -> Meta:
             continue
         sniff = spec.sniffs.get(path)
         if isinstance(sniff, ColumnLists):
-            config, summary, _ = document_parts({k: v for k, v in sniff.other.items()
-                                                 if not isinstance(v, list)})
-            config, metadata = rundiff_core.split_metadata(config)
+            config, summary, metadata, _ = document_parts(sniff.other)
             out.config.update({k: v for k, v in config.items() if k not in out.config})
             out.summary.update(summary)
             out.meta.update(metadata)
