@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .naming import distinguishing_keys, members_label, name_arms, natural_key
+
 if TYPE_CHECKING:
     from ..model import Run, RunRef
     from ..plugins import Plugins
@@ -45,8 +47,6 @@ _SEED_NAME = re.compile(r"^(?P<stem>.*?)(?:[-_.]?seed[-_]?|[-_]s)(?P<seed>\d+)$"
 it)."""
 
 _KEY_SPLIT = re.compile(r"[./]")
-_OBJECT_REPR = re.compile(r" at 0x(?:[0-9a-fA-F]+|…)>")
-"""The address in an object's repr (`<function f at 0x7f…>`): it names a process, not a config."""
 _ABSENT = object()
 
 
@@ -285,23 +285,80 @@ def _names_run(text: Any, own: set[str], folder: str | None) -> bool:
         bool(_DISTINCT.search(folder)) and folder in tail.split("/"))
 
 
-def _without_address(text: Any) -> Any:
-    """An object repr with its memory address blanked (`<function f at 0x…>`): seeds of one
-    config print other addresses, while another class or function is another config."""
-    return _OBJECT_REPR.sub(" at 0x…>", text) if isinstance(text, str) and " at 0x" in text else text
+# -- parameters -----------------------------------------------------------------------------------
+NON_PARAMETERS: dict[str, str] = {
+    "objects": "callables (`<function f at 0x…>`) and the run's plumbing (a logger, an open "
+               "file): they name a process, not a setting (an instance of another class is its "
+               "class: `<torch.optim.SGD object at 0x…>` is `torch.optim.SGD`)",
+    "identity": "paths, output folders, run names and ids, hosts and timestamps "
+                "(IDENTITY_KEYS, a value that is a date and time)",
+    "the run itself": "a key or value that names or places this run (its name, id, folder)",
+    "tracker": "a tracker's own bookkeeping (`_wandb`, `mlflow.*`)",
+}
+"""What is not a parameter, for every command: the config diff hides these (counting them;
+`--all-keys` shows them), arm keys and labels never use them — one rule for grouping and display."""
+
+_INSTANCE = re.compile(r"^<(?P<cls>[A-Za-z_][\w.]*) object at 0x(?:[0-9a-fA-F]+|…)>$")
+"""An instance's repr: its class is a setting (Adam or SGD), its address is not."""
+_PLUMBING = re.compile(r"log|writer|file|stream|io\b|handler|lock|thread|process|pool|queue|"
+                       r"socket|connection|client|session|tracker|summary|callback", re.I)
+"""Classes whose instances are a run's plumbing (a logger, an open file), not a choice."""
+_OBJECT_TEXT = re.compile(r"<[\w.]+ object at 0x|<(?:function|bound method|built-in|class|module|"
+                          r"lambda|generator|_io\.)\b[^>]*>| at 0x(?:[0-9a-fA-F]+|…)>|<[\w.]+ name=")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}|^\d{8}[-_]\d{6}$")
+_TRACKER_KEY = re.compile(r"^_?(?:wandb|mlflow)(?:[._/]|$)", re.I)
 
 
-def arm_config(run: Run, rules: ArmRules | None = None) -> dict[str, Any]:
-    """The run's flat config without seed keys, identity keys and keys or values naming the run
-    itself, object addresses blanked and path-like strings normalised: what must be equal for
-    two runs to be seeds of one arm (in every adapter: the local one compares seed folders by it)."""
+def parameter_value(value: Any) -> Any:
+    """The setting an object repr stands for: `<torch.optim.Adam object at 0x7f…>` →
+    `torch.optim.Adam`; any other value as it is."""
+    if isinstance(value, str) and value.startswith("<") and (m := _INSTANCE.match(value)):
+        cls = m.group("cls")
+        if not _PLUMBING.search(cls.rsplit(".", 1)[-1]):
+            return cls
+    return value
+
+
+def non_parameter(key: str, value: Any, own: set[str], folder: str | None,
+                  rules: ArmRules | None = None) -> str | None:
+    """Why a flat config entry is not a parameter (a NON_PARAMETERS kind), else None. An
+    instance of a class that is a choice (`parameter_value`) is a parameter."""
+    if _OBJECT_TEXT.search(key) or (isinstance(value, str) and _OBJECT_TEXT.search(value)
+                                    and parameter_value(value) is value):
+        return "objects"
+    if _TRACKER_KEY.match(key):
+        return "tracker"
+    if is_identity_key(key, rules) or (isinstance(value, str) and _DATETIME.match(value)):
+        return "identity"
+    if _names_run(key, own, folder) or _names_run(value, own, folder):
+        return "the run itself"
+    return None
+
+
+def parameters(run: Run, rules: ArmRules | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(parameters, hidden): the run's flat config split into what the user set and what is not a
+    parameter (key → its NON_PARAMETERS kind). Seed keys are parameters here (a diff shows a
+    changed seed); `arm_config` drops them."""
     own = _self_values(run)
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
     folder = os.path.basename(os.path.normpath(path)) if isinstance(path, str) and path else None
-    return {_without_address(k): _same_path(_without_address(v))
-            for k, v in run.flat_config.items()
-            if not is_seed_key(k, rules) and not is_identity_key(k, rules)
-            and not _names_run(k, own, folder) and not _names_run(v, own, folder)}
+    params: dict[str, Any] = {}
+    hidden: dict[str, str] = {}
+    for k, v in run.flat_config.items():
+        why = non_parameter(k, v, own, folder, rules)
+        if why is None:
+            params[k] = parameter_value(v)
+        else:
+            hidden[k] = why
+    return params, hidden
+
+
+def arm_config(run: Run, rules: ArmRules | None = None) -> dict[str, Any]:
+    """The run's parameters (`parameters`) without seed keys, path-like strings normalised: what
+    must be equal for two runs to be seeds of one arm (in every adapter: the local one compares
+    seed folders by it)."""
+    return {k: _same_path(v) for k, v in parameters(run, rules)[0].items()
+            if not is_seed_key(k, rules)}
 
 
 _PATHLIKE = re.compile(r"^\.{0,2}/|/|^\.{1,2}$")
@@ -417,9 +474,17 @@ def group_runs(runs: Sequence[Run], grouping: Grouping | None = None) -> list[tu
     for kind, members in ((k[0], m) for k, m in keyed.items()):
         coll = members[0].collection
         how = {"declared": "seed siblings the source declares",
-               "config": f"equal config in {coll}" if coll else "equal config"}.get(kind, "one run")
+               "config": f"equal config in {_where(coll)}" if coll else "equal config"}.get(kind, "one run")
         out.append((members, how if len(members) > 1 else "one run"))
     return out
+
+
+def _where(collection: str) -> str:
+    """A collection as a person names it in a sentence: its folder's name, not its address."""
+    from .naming import place
+
+    where = place(collection)
+    return where[-1] if where else collection
 
 
 def _check_group_keys(runs: Sequence[Run], keys: Sequence[str]) -> None:
@@ -430,109 +495,6 @@ def _check_group_keys(runs: Sequence[Run], keys: Sequence[str]) -> None:
 
         raise UsageError(f"--group-by {', '.join(missing)}: no run has that config key",
                          hint="config keys: " + ", ".join(sorted(known)[:20]))
-
-
-# -- labels ---------------------------------------------------------------------------------------
-LABEL_MAX_KEYS = 4
-_DIGITS_END = re.compile(r"\d+$")
-_DIGITS_START = re.compile(r"^\d+")
-
-
-def _natural(name: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-
-def members_label(runs: Sequence[Run], *, short: bool = True) -> str:
-    """An arm named by its members: `version_11, version_12, version_13`; with `short`, a run of
-    consecutive numbers reads `version_11…13 (3 seeds)`. Never a bare common prefix."""
-    names = sorted((r.name for r in runs), key=_natural)
-    if len(names) == 1:
-        return names[0]
-    full = ", ".join(names)
-    if not short:
-        return full
-    prefix = os.path.commonprefix(names)
-    prefix = prefix[: len(prefix) - len(m.group())] if (m := _DIGITS_END.search(prefix)) else prefix
-    suffix = os.path.commonprefix([n[len(prefix):][::-1] for n in names])[::-1]
-    suffix = suffix[len(m.group()):] if (m := _DIGITS_START.match(suffix)) else suffix
-    middles = [n[len(prefix): len(n) - len(suffix)] for n in names]
-    n = len(names)
-    if all(x.isdigit() for x in middles):
-        numbers = [int(x) for x in middles]
-        if numbers == list(range(numbers[0], numbers[0] + n)):
-            return f"{names[0]}…{middles[-1]}{suffix} ({n} seeds)"
-    if n <= 3:
-        return full
-    return f"{names[0]}, {names[1]}, …, {names[-1]} ({n} seeds)"
-
-
-def _fmt_value(value: Any) -> str:
-    if isinstance(value, float):
-        return format(value, ".6g")
-    if isinstance(value, str):
-        return value if len(value) <= 32 else value[:31] + "…"
-    if value is None or isinstance(value, bool | int):
-        return str(value)
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 32 else text[:31] + "…"
-
-
-def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Keys whose value is not the same in every config (a missing key counts as different),
-    in first-seen order."""
-    keys = list(dict.fromkeys(k for c in configs for k in c))
-    return [k for k in keys if len({json.dumps(c[k], sort_keys=True, default=repr)
-                                    if k in c else "\0missing" for c in configs}) > 1]
-
-
-def _separating_first(keys: list[str], configs: Sequence[Mapping[str, Any]], limit: int
-                      ) -> list[str]:
-    """`keys` with, in front, the few (at most `limit`) that together tell the arms apart, picked
-    greedily in `keys` order: three algorithms that differ on many keys in pairs get a label that
-    names each of them, not three labels sharing their first keys."""
-    def groups(chosen: list[str]) -> int:
-        return len({tuple(repr(c.get(k, _ABSENT)) for k in chosen) for c in configs})
-
-    chosen: list[str] = []
-    rest = list(keys)
-    while rest and len(chosen) < limit and groups(chosen) < len(configs):
-        best = max(rest, key=lambda k: groups([*chosen, k]))  # the first of equals: order kept
-        if groups([*chosen, best]) == groups(chosen):
-            break
-        chosen.append(best)
-        rest.remove(best)
-    return chosen + rest
-
-
-def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
-    """Name every arm of one comparison (sets `Arm.label`): by the config keys whose values differ
-    between the arms (`num_layers=4, lr=0.001`, at most LABEL_MAX_KEYS; `key=(absent)` for an arm
-    without the key) when that names every arm
-    differently, else every arm by its members (`version_11…13 (3 seeds)`); a label still shared
-    gets the arm's address appended."""
-    g = grouping or DEFAULT
-    configs = [arm_config(a.primary, g.rules) for a in arms]
-    keys = list(g.group_by) if g.group_by else distinguishing_keys(configs) if len(arms) > 1 else []
-    if not g.group_by:  # object reprs (`<function … at 0x…>`) name a process, not a config
-        keys = [k for k in keys if not _OBJECT_REPR.search(k)
-                and not any(_OBJECT_REPR.search(str(c.get(k, ""))) for c in configs)]
-        keys.sort(key=lambda k: not all(k in c for c in configs))  # keys every arm sets first
-        keys = _separating_first(keys, configs, LABEL_MAX_KEYS)
-    labels = []
-    for arm, cfg in zip(arms, configs, strict=True):
-        flat = arm.primary.flat_config if g.group_by else cfg
-        parts = [f"{k}={_fmt_value(flat[k]) if k in flat else '(absent)'}"
-                 for k in keys[:LABEL_MAX_KEYS]]
-        if len(keys) > LABEL_MAX_KEYS:
-            parts.append(f"+{len(keys) - LABEL_MAX_KEYS} more")
-        labels.append(", ".join(parts) if parts else arm.members)
-    if len(set(labels)) < len(labels):  # the config does not tell them apart: name by members
-        labels = [a.members for a in arms]
-    shared = {label for label, n in Counter(labels).items() if n > 1}
-    labels = [f"{label} [{arm.primary.address}]" if label in shared else label
-              for arm, label in zip(arms, labels, strict=True)]
-    for arm, label in zip(arms, labels, strict=True):
-        arm.label = label
 
 
 # -- arms -----------------------------------------------------------------------------------------
@@ -548,6 +510,8 @@ class Arm:
     primary: Run
     seeds: list[Run] = field(default_factory=list)
     label: str = ""
+    #: the few parameters that tell this arm from the others it is compared with (`lr=0.001`)
+    differs: str = ""
     how: str = "one run"
     notes: list[str] = field(default_factory=list)
     #: True when the user's address named this one run (not a collection): such a run is a side
@@ -577,6 +541,14 @@ class Arm:
     def members_full(self) -> str:
         """Every member's name: `version_11, version_12, version_13`."""
         return members_label(self.seeds, short=False)
+
+
+def label_arms(arms: Sequence[Arm], grouping: Grouping | None = None) -> None:
+    """Name one comparison's runs and arms (`naming.name_arms`: docs/names.md), from the arms'
+    parameters — the grouping rule's own `arm_config` — or, under `--group-by`, those keys."""
+    g = grouping or DEFAULT
+    configs = [a.primary.flat_config if g.group_by else arm_config(a.primary, g.rules) for a in arms]
+    name_arms(arms, configs, g.group_by)
 
 
 def arms_of(runs: Sequence[Run], grouping: Grouping | None = None, *, address: str | None = None
@@ -683,15 +655,15 @@ def arm_for_ref(source: RunSource, ref: RunRef, grouping: Grouping | None = None
         sib_refs = [r for r in declared_siblings(source, ref) if r.address != ref.address]
         if sib_refs:
             seeds = [primary] + [load_attached(source, r) for r in sib_refs]
-            seeds.sort(key=lambda r: _natural(r.name))
+            seeds.sort(key=lambda r: natural_key(r.name))
             return Arm(address=address, primary=primary, seeds=seeds,
                        how="seed siblings the source declares")
     if grouping.group_by:
         _check_group_keys([primary], grouping.group_by)
     peers = _collection_peers(source, ref, primary, grouping, plugins, notes)
     how = ("--group-by " + ",".join(grouping.group_by) if grouping.group_by
-           else f"equal config in {primary.collection}")
-    seeds = sorted([primary, *peers], key=lambda r: _natural(r.name))
+           else f"equal config in {_where(primary.collection)}")
+    seeds = sorted([primary, *peers], key=lambda r: natural_key(r.name))
     return Arm(address=address, primary=primary, seeds=seeds, how=how if peers else "one run",
                notes=notes)
 

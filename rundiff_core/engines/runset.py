@@ -98,6 +98,8 @@ class Group:
     label: str
     runs: list[Run]
     how: str = "one run"
+    #: the few parameters that tell this arm from the others (`Arm.differs`)
+    differs: str = ""
 
     @property
     def n(self) -> int:
@@ -122,12 +124,12 @@ def seed_groups(runs: Sequence[Run], *, group_seeds: bool = True,
         label_arms(arms, grouping)
         if notes is not None:
             notes += arms[0].notes
-    return [Group(a.label, a.seeds, a.how) for a in arms]
+    return [Group(a.label, a.seeds, a.how, a.differs) for a in arms]
 
 
 def arm_members(groups: Sequence[Group]) -> list[dict[str, Any]]:
     """Who is in each arm a command formed and which rule put them there (for every output)."""
-    return [{"label": g.label, "members": [r.name for r in g.runs],
+    return [{"label": g.label, "differs": g.differs, "members": [r.name for r in g.runs],
              "addresses": [r.address for r in g.runs], "how": g.how} for g in groups]
 
 

@@ -28,6 +28,20 @@ def goal_text(goal: str | None) -> str:
     return f"goal: {goal}" if goal else "direction unknown"
 
 
+def _config_column(arms: list[dict]) -> dict[str, str]:
+    """label → the parameters that tell the arm apart, when some arm is named otherwise (by its
+    run's name or its folder); empty when the labels already are the parameters."""
+    differs = {a["label"]: a.get("differs", "") for a in arms}
+    if not any(differs.values()) or all(k == v for k, v in differs.items()):
+        return {}
+    return differs
+
+
+def _cell(config: dict[str, str], label: str) -> str:
+    text = config.get(label, "")
+    return "" if text == label else text
+
+
 def arm_lines(arms: list[dict], cap: int = ARM_LINES) -> list[str]:
     """The members of every arm a command formed (one line each), when some arm has seeds."""
     formed = [a for a in arms if len(a["members"]) > 1]
@@ -60,6 +74,7 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
                        + ("; a run without a point there is read at its nearest logged point "
                           "(step used)" if off else "") + "_")
         rows = []
+        config = _config_column(r.arms)
         top = set(m.top_group)  # a fleet has thousands of arms: no list scans per row
         for i, s in enumerate(m.order[:RANK_ROWS], start=1):
             ci = "—" if not math.isfinite(s.ci[0]) else f"[{fmt(s.ci[0], precision)}, {fmt(s.ci[1], precision)}]"
@@ -75,14 +90,16 @@ def render_rank(r: RankResult, precision: int = 4) -> str:
                 vs = "untestable (single seed)"
             steps = sorted({fmt_step(p.step_used) for p in s.points})
             rank = str(i) if m.goal is not None else "·"
-            rows.append([rank, s.label, mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
+            rows.append([rank, s.label, *([_cell(config, s.label)] if config else []),
+                         mean_pm(s.mean, s.std, s.n, precision), ci, ", ".join(steps), vs])
         for miss in m.not_reached[:RANK_ROWS]:
             last = "no finite step" if not math.isfinite(miss.last_step) else \
                 f"last at step {fmt_step(miss.last_step)}"
             who = miss.group if miss.group == miss.run else f"{miss.group} — {miss.run}"
-            rows.append(["–", who, f"not reached ({last})", "—", "—", "—"])
-        out += md_table(["#", "run / group", "value at step", "95% bootstrap CI", "step used", "vs best"],
-                        rows)
+            rows.append(["–", who, *([_cell(config, miss.group)] if config else []),
+                         f"not reached ({last})", "—", "—", "—"])
+        out += md_table(["#", "run / group", *(["config"] if config else []), "value at step",
+                         "95% bootstrap CI", "step used", "vs best"], rows)
         if len(m.order) > RANK_ROWS:
             out.append(f"… and {len(m.order) - RANK_ROWS} more groups (--format json lists all)")
         if len(m.not_reached) > RANK_ROWS:

@@ -28,6 +28,7 @@ from rundiff_core.engines.arms import (
     load_arm,
     load_arms,
     members_label,
+    parameters,
     seed_from_config,
     seed_from_name,
 )
@@ -90,6 +91,9 @@ def one_folder(tmp_path: Path) -> dict[str, list[Path]]:
 
 
 LAYOUTS = ["seed_folders", "one_folder"]
+# docs/names.md: arms whose seeds share a folder no other arm has are named by it; arms of one
+# folder by the parameter that tells them apart
+NAMES = {"seed_folders": ("exp-a", "exp-b"), "one_folder": ("lr=0.1", "lr=0.2")}
 
 
 # -- the rules --------------------------------------------------------------------------------------
@@ -151,8 +155,10 @@ def test_labels_name_arms_by_distinguishing_config():
             run("r3", num_layers=8, lr=0.001, seed=1, run_name="x3"),
             run("r4", num_layers=4, lr=0.01, seed=1, run_name="x4")]
     arms = arms_of(runs)
-    assert [(a.label, a.n) for a in arms] == [("num_layers=4, lr=0.001", 2), ("num_layers=8, lr=0.001", 1),
-                                                ("num_layers=4, lr=0.01", 1)]
+    # an arm of seeds by the parameters that tell it apart; an arm of one run by the run's name
+    assert [(a.label, a.n) for a in arms] == [("num_layers=4, lr=0.001", 2), ("r3", 1), ("r4", 1)]
+    assert [a.differs for a in arms] == ["num_layers=4, lr=0.001", "num_layers=8, lr=0.001",
+                                         "num_layers=4, lr=0.01"]
     same = arms_of([run("a1", lr=1, seed=1), run("a2", lr=1, seed=2)])
     assert [(a.label, a.n) for a in same] == [("a1…2 (2 seeds)", 2)]
 
@@ -169,7 +175,7 @@ def test_diff_sees_two_arms_of_three(layout, request, capsys):
     assert d["variance_a"]["n"] == 3 and d["variance_b"]["n"] == 3
     assert set(d["arms"]["A"]["runs"]) == _addresses(runs)["exp-a"]
     assert set(d["arms"]["B"]["runs"]) == _addresses(runs)["exp-b"]
-    assert (d["a_label"], d["b_label"]) == ("lr=0.1", "lr=0.2")
+    assert (d["a_label"], d["b_label"]) == NAMES[layout]
     assert d["verdict"].startswith("B clearly better")
     rule = "declares" if layout == "seed_folders" else "equal config"
     assert rule in d["arms"]["A"]["how"]
@@ -182,9 +188,10 @@ def test_compare_sees_two_arms_of_three(layout, request, capsys):
     for args in ([root], [str(runs["exp-a"][0]), str(runs["exp-b"][1])]):
         d = cli_json(capsys, "compare", *args, "--metric", "loss")
         arms = [d["student"], *d["baselines"]]
-        assert sorted((a["label"], a["n_seeds"]) for a in arms) == [("lr=0.1", 3), ("lr=0.2", 3)]
-        by_label = {a["label"]: {s["address"] for s in a["seeds"]} for a in arms}
-        assert by_label == {"lr=0.1": _addresses(runs)["exp-a"], "lr=0.2": _addresses(runs)["exp-b"]}
+        a, b = NAMES[layout]
+        assert sorted((x["label"], x["n_seeds"]) for x in arms) == [(a, 3), (b, 3)]
+        by_label = {x["label"]: {s["address"] for s in x["seeds"]} for x in arms}
+        assert by_label == {a: _addresses(runs)["exp-a"], b: _addresses(runs)["exp-b"]}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -194,7 +201,9 @@ def test_rank_sees_two_arms_of_three(layout, request, capsys):
     d = cli_json(capsys, "rank", root, "--metric", "loss")
     assert d["n_runs"] == 6 and d["n_groups"] == 2 and not d["single_seed"]
     order = d["metrics"][0]["order"]
-    assert [(s["label"], s["n"]) for s in order] == [("lr=0.2", 3), ("lr=0.1", 3)]
+    a, b = NAMES[layout]
+    assert [(s["label"], s["n"]) for s in order] == [(b, 3), (a, 3)]
+    assert [x["differs"] for x in d["arms"]] == ["lr=0.1", "lr=0.2"]
     assert {p["address"] for p in order[0]["points"]} == _addresses(runs)["exp-b"]
     assert "version_" not in json.dumps(d) and "(3 seeds)" not in order[0]["label"]
 
@@ -204,9 +213,10 @@ def test_ablate_sees_two_arms_of_three(layout, request, capsys):
     runs = request.getfixturevalue(layout)
     d = cli_json(capsys, "ablate", "--baseline", str(runs["exp-a"][0]), str(runs["exp-b"][0]),
                  "--metric", "loss")
-    assert d["baseline_n"] == 3 and d["baseline"] == "lr=0.1"
+    a, b = NAMES[layout]
+    assert d["baseline_n"] == 3 and d["baseline"] == a
     (abl,) = d["ablations"]
-    assert abl["label"] == "lr=0.2" and abl["effects"][0]["n_ablation"] == 3
+    assert abl["label"] == b and abl["effects"][0]["n_ablation"] == 3
     # output_dir, run_name and seed differ between any two runs: never "changes" of an ablation
     assert [c["key"] for c in abl["changes"]] == ["lr"]
     assert not any("single-seed" in s for s in d["statements"])
@@ -217,10 +227,11 @@ def test_report_sees_two_arms_of_three(layout, request, capsys):
     runs = request.getfixturevalue(layout)
     root = str(runs["exp-a"][0].parent.parent if layout == "seed_folders" else runs["exp-a"][0].parent)
     d = cli_json(capsys, "report", root, "--metric", "loss")
-    assert d["best"]["text"].startswith("lr=0.2: loss") and "(mean of 3 seeds" in d["best"]["text"]
+    a, b = NAMES[layout]
+    assert d["best"]["text"].startswith(f"{b}: loss") and "(mean of 3 seeds" in d["best"]["text"]
     lead = d["findings"][0]
-    assert lead["evidence"][0].startswith("lr=0.2: ") and lead["evidence"][0].endswith("(N=3)")
-    assert lead["evidence"][1].startswith("lr=0.1: ") and lead["evidence"][1].endswith("(N=3)")
+    assert lead["evidence"][0].startswith(f"{b}: ") and lead["evidence"][0].endswith("(N=3)")
+    assert lead["evidence"][1].startswith(f"{a}: ") and lead["evidence"][1].endswith("(N=3)")
     # per-run config diffs do not list the identity keys every run has its own value of
     assert all(set(r["config_diff"]) <= {"lr"} for r in d["rows"])
 
@@ -228,9 +239,9 @@ def test_report_sees_two_arms_of_three(layout, request, capsys):
 def test_watch_names_arms_and_reads_the_baseline_arm(seed_folders, capsys):
     both = [str(seed_folders[x][0].parent) for x in ("exp-a", "exp-b")]
     d = cli_json(capsys, "watch", *both, "--once", "--baseline", str(seed_folders["exp-a"][0]))
-    assert [(c["arm"], c["arm_size"]) for c in d["runs"]][3:] == [("lr=0.2", 3)] * 3
+    assert [(c["arm"], c["arm_size"]) for c in d["runs"]][3:] == [("exp-b", 3)] * 3
     code, out, _ = cli(capsys, "watch", *both, "--once")
-    assert code == 0 and out.count("(arm lr=0.2)") == 3
+    assert code == 0 and out.count("(arm exp-b)") == 3
     # every watched run a seed of one arm: one arm says nothing, each run is watched on its own
     d = cli_json(capsys, "watch", both[1], "--once")
     assert [c["arm_size"] for c in d["runs"]] == [1, 1, 1] and len(d["notes"]) == 1
@@ -372,7 +383,7 @@ def test_lightning_versions_with_identical_hparams_are_one_arm_in_diff(lightning
     assert d["variance_a"]["n"] == 3 and arm["n"] == 3
     assert arm["members"] == "version_11…13 (3 seeds)"
     assert arm["members_full"] == "version_11, version_12, version_13"
-    assert arm["how"].startswith(f"equal config in tb:{lightning_logs}")
+    assert arm["how"] == "equal config in lightning_logs"  # a folder's name, not an address
     assert d["variance_b"]["n"] == 1 and d["arms"]["B"]["members"] == "version_14"
     assert {s["seed"] for s in d["variance_a"]["samples"]} == {111, 112, 113}
     code, out, _ = cli(capsys, "diff", a, b, "--metric", "train_loss")
@@ -385,17 +396,18 @@ def test_lightning_identical_hparams_named_by_members_when_configs_do_not_differ
             write_lightning_version(tmp_path / logs / "lightning_logs", v, lr=0.001, seed=v)
     d = cli_json(capsys, "diff", f"tb:{tmp_path / 'old/lightning_logs/version_11'}",
                  f"tb:{tmp_path / 'new/lightning_logs/version_12'}", "--metric", "train_loss")
-    # equal configs: both arms are named by their members, told apart by their addresses
-    old, new = tmp_path / "old/lightning_logs/version_11", tmp_path / "new/lightning_logs/version_11"
-    assert d["a_label"] == f"version_11…13 (3 seeds) [tb:{old}]"
-    assert d["b_label"] == f"version_11…13 (3 seeds) [tb:{new.parent / 'version_12'}]"
+    # equal configs: both arms are named by the folder each one's seeds share (docs/names.md)
+    assert (d["a_label"], d["b_label"]) == ("old/lightning_logs", "new/lightning_logs")
+    assert str(tmp_path) not in d["a_label"] + d["b_label"]
     assert d["variance_a"]["n"] == d["variance_b"]["n"] == 3
 
 
 def test_rank_names_lightning_arms_by_config_never_by_prefix(lightning_logs, capsys):
     d = cli_json(capsys, "rank", f"tb:{lightning_logs}", "--metric", "train_loss")
     order = d["metrics"][0]["order"]
-    assert sorted((s["label"], s["n"]) for s in order) == [("lr=0.001", 3), ("lr=0.002", 1)]
+    # an arm of seeds by the parameter that tells it apart, an arm of one run by the run's name
+    assert sorted((s["label"], s["n"]) for s in order) == [("lr=0.001", 3), ("version_14", 1)]
+    assert sorted(a["differs"] for a in d["arms"]) == ["lr=0.001", "lr=0.002"]
 
 
 def test_real_lightning_log_is_an_arm_of_one(realdata):
@@ -493,22 +505,26 @@ def test_group_by_and_no_seeds_on_ablate_report_and_watch(grid, capsys):
 
 
 def test_labels_pick_the_keys_that_tell_every_arm_apart(realdata):
-    """Rule: arm labels show the few config keys that together name each arm differently. Spinning
-    Up's PPO, TD3 and DDPG differ on many keys in pairs (TD3 and DDPG share pi_lr, save_freq…);
-    the label still names all three by config, never falling back to member paths."""
+    """Rule: what an arm differs by is the few parameters that together tell each arm apart.
+    Spinning Up's PPO, TD3 and DDPG differ on many keys in pairs (TD3 and DDPG share pi_lr,
+    save_freq…); `differs` still tells all three apart, and the labels are the algorithms'
+    folders (docs/names.md), never member paths, `+N more` or `(absent)`."""
     from rundiff_core.engines.arms import arms_of
     from rundiff_core.engines.runset import load_sources
 
     data = realdata / "spinningup-rainbow-pg" / "data"
     arms = arms_of(load_sources([f"local:{data}"], progress=False))
-    labels = [a.label for a in arms]
-    assert len(arms) == 3 and len(set(labels)) == 3
-    assert all("=" in label and "/" not in label.split(",")[0] for label in labels), labels
+    labels = sorted(a.label for a in arms)
+    assert labels == ["DDPG/Hopper-v2", "PPO/Hopper-v2", "TD3/Hopper-v2"]
+    differs = [a.differs for a in arms]
+    assert len(set(differs)) == 3 and all(d.count("=") <= 3 for d in differs), differs
+    assert not any("more" in d or "absent" in d or "0x" in d for d in differs), differs
 
 
-def test_the_arm_config_rule_blanks_addresses_and_drops_what_names_the_run():
-    """One rule for every adapter (the local one declares seed folders by it): an object's memory
-    address names a process, its class does not; a key or value through the run's own
+def test_the_arm_config_rule_keeps_classes_and_drops_what_names_the_run():
+    """One rule for every adapter (the local one declares seed folders by it) and for every
+    label and diff (docs/names.md): an object's memory address names a process, its class does
+    not; callables, loggers and open files are plumbing; a key or value through the run's own
     distinctive folder names the run; a plain folder word, or the folder's name inside a word,
     does not."""
     from rundiff_core import arm_config_text
@@ -532,9 +548,11 @@ def test_the_arm_config_rule_blanks_addresses_and_drops_what_names_the_run():
               logger={"<EpochLogger object at 0x7f01>": {"first_row": True}},
               weights="runs/ppo_s3/model.pth", out="./data/ppo_s3/")
     assert arm_config_text(sgd) != arm_config_text(a)  # another optimizer class: another arm
-    assert arm_config(a) == {"env_fn": "<function make_env.<locals>.thunk at 0x…>",
-                             "opt": "<torch.optim.Adam object at 0x…>",
-                             "logger.<EpochLogger object at 0x…>.first_row": True}
+    assert arm_config(a) == {"opt": "torch.optim.Adam"}
+    params, hidden = parameters(a)
+    assert hidden == {"env_fn": "objects", "logger.<EpochLogger object at 0x7f01>.first_row": "objects",
+                      "logger.<TextIOWrapper name='./data/ppo_s1/progress.txt'>.mode": "objects",
+                      "weights": "the run itself", "out": "identity"}
     # Sacred's run `2` and `env: messy_sc2`; a folder named `train` and `data: cifar/train/x`
     assert arm_config(run("2", env="messy_sc2")) == {"env": "messy_sc2"}
     assert arm_config(run("train", data="cifar/train/x")) == {"data": "cifar/train/x"}
