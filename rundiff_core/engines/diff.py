@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MetricNotFoundError, UsageError
 from ..model import Run
 from ..redact import redact
-from .arms import Arm, ArmRules, is_identity_key, is_seed_key
+from .arms import Arm, ArmRules, is_identity_key, is_seed_key, parameters
 from .directions import GoalRules, declared_headline, goal_rules
 from .jsonable import jsonable
 from .primary import skipped_text, uninformative
@@ -127,6 +127,9 @@ class DiffResult:
     config_changes: list[ConfigChange]
     config_total: int
     config_collapsed: bool
+    #: changed values that are no parameters, by kind (arms.NON_PARAMETERS), left out of
+    #: `config_changes` unless `--all-keys`
+    config_hidden: dict[str, int]
     warnings: list[str]
     headline_a: dict[str, Any] | None
     headline_b: dict[str, Any] | None
@@ -280,6 +283,13 @@ def run_diff(
     # a run with no config has nothing to compare: never "identical", never every key "added"
     missing = [side for side, arm in (("A", a), ("B", b)) if not arm.primary.flat_config]
     changes = [] if missing else config_diff(a.primary, b.primary)
+    hidden: dict[str, int] = {}
+    if not all_keys:  # paths, ids, objects, timestamps are no parameters (docs/names.md)
+        kinds = {**parameters(a.primary)[1], **parameters(b.primary)[1]}
+        for c in changes:
+            if c.key in kinds:
+                hidden[kinds[c.key]] = hidden.get(kinds[c.key], 0) + 1
+        changes = [c for c in changes if c.key not in kinds]
     collapsed = len(changes) > CONFIG_COLLAPSE_AT and not all_keys
     keys_a, keys_b = a.primary.metric_keys(), b.primary.metric_keys()
     available = {"A": keys_a, "B": keys_b}
@@ -334,6 +344,7 @@ def run_diff(
         config_changes=changes if not collapsed else _top_changes(changes, 5),
         config_total=len(changes),
         config_collapsed=collapsed,
+        config_hidden=hidden,
         config_missing=missing,
         warnings=_run_notes(a, b) + warnings,
         headline_a=headline_a,

@@ -166,6 +166,7 @@ def resolve_names(
     *,
     prefer: str | None = None,
     required: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> NameResolution:
     """Decide which key each run uses per metric.
 
@@ -173,6 +174,7 @@ def resolve_names(
     name is looked up in every run (exact, then equivalent when unambiguous); a name no run logs is
     a MetricNotFoundError with suggestions. Without it, the metrics are the equivalence classes
     logged by every run in `required` (default: every run); names are taken from the `prefer` run.
+    `labels` names the runs in suggestions (their names, not their addresses).
     """
     named, mapped = _apply_maps(keys_by_run, maps or {})
     runs = list(named)
@@ -246,7 +248,8 @@ def resolve_names(
             near = _near(metric, [n for n in named[run] if n not in used])
             if near:
                 suggestions.append(
-                    f"{metric} (logged by {holders[0]}) may be {near[0]} in {run}: "
+                    f"{metric} (logged by {(labels or {}).get(holders[0], holders[0])}) may be "
+                    f"{near[0]} in {(labels or {}).get(run, run)}: "
                     f"--map {near[0]}={metric}"
                 )
     partial = {m: [r for r in required_runs if r not in keys[m]] for m in sorted(keys)

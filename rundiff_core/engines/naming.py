@@ -76,13 +76,27 @@ def named_by_path(run: Run) -> bool:
 
 
 def fit(text: str, limit: int = NAME_MAX, *, keep_end: bool = True) -> str:
-    """`text` in at most `limit` characters: a path keeps its end (where the seed and the run
-    are), a list of parameters its start."""
+    """`text` in at most `limit` characters: a path keeps its last part whole (where the seed and
+    the run are) and shortens the longest other part in its middle
+    (`imagenet-resn…from-vit-l/seed-0`); a list of parameters keeps its start."""
     if len(text) <= limit:
         return text
-    if keep_end:
-        return "…" + text[-(limit - 1):]
-    return text[: limit - 1] + "…"
+    if not keep_end:
+        return text[: limit - 1] + "…"
+    parts = text.split("/")
+    while len(parts) > 1 and len("/".join(parts)) > limit:
+        i = max(range(len(parts) - 1), key=lambda j: len(parts[j]))
+        over = len("/".join(parts)) - limit
+        if len(parts[i]) <= 3:
+            del parts[i]
+            continue
+        keep = max(len(parts[i]) - over - 1, 2)
+        parts[i] = parts[i][: (keep + 1) // 2] + "…" + parts[i][len(parts[i]) - keep // 2:]
+        if len(parts[i]) <= 3 or keep == 2:
+            parts[i] = "…"
+    text = "/".join(parts)
+    head = (limit - 1) // 3  # the start says what it is, the end which one
+    return text if len(text) <= limit else text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:
@@ -145,6 +159,29 @@ def name_runs(runs: Sequence[Run]) -> None:
     unique = list({id(r): r for r in runs}.values())
     for run, name in zip(unique, run_names(unique), strict=True):
         run.name = name
+
+
+def found_in(addresses: Sequence[str], *, shared: bool = False) -> str:
+    """The one line that says where a command's runs are: their common folder (and the other
+    stores, by their address without the run part) — the only place a path appears besides JSON.
+    `shared` (a page to share): the folder's last two parts, never the machine's absolute path."""
+    paths = [p for a in addresses if (p := place(a)) is not None]
+    where: list[str] = []
+    if paths:
+        common = paths[0][: _common_prefix(paths)] if len(paths) > 1 else paths[0][:-1]
+        common = tuple(c.split("#", 1)[0] for c in common)
+        if shared:
+            common = common[-2:]
+            where.append(("…/" if common else "") + "/".join(common))
+        else:
+            where.append(("/" if not _WINDOWS.match(common[0] if common else "") else "")
+                         + "/".join(common))
+    for a in addresses:
+        if place(a) is None:
+            store = a.rsplit("/", 1)[0] if a.count("/") > 1 else a
+            if store not in where:
+                where.append(store)
+    return ", ".join(where)
 
 
 # -- arms -----------------------------------------------------------------------------------------
@@ -279,6 +316,6 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
         arm.label = f"{fit(label, NAME_MAX - 4)} #{i + 1}" if counts[label] > 1 else fit(label)
 
 
-__all__ = ["LABEL_MAX_KEYS", "NAME_MAX", "distinguishing_keys", "fit", "name_arms",
+__all__ = ["LABEL_MAX_KEYS", "NAME_MAX", "distinguishing_keys", "fit", "found_in", "name_arms",
            "members_label", "name_runs", "named_by_path", "natural_key", "params_text", "place",
            "run_names", "separating_keys", "short_value"]

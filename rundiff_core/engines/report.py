@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import RundiffError
 from ..model import Run
 from ..redact import redact
-from .arms import Grouping, is_identity_key, is_seed_key
+from .arms import Grouping, arm_config
 from .compare import CompareResult
 from .directions import GoalRules
 from .jsonable import jsonable
@@ -49,6 +49,8 @@ class ResultRow:
     status: str
     config_absent: list[str] = field(default_factory=list)  # modal keys this run lacks
     steps: dict[str, float] = field(default_factory=dict)  # metric → the step its value is from
+    #: the few parameters that tell the run's arm from the others (`Arm.differs`; docs/names.md)
+    differs: str = ""
 
 
 @dataclass
@@ -81,10 +83,8 @@ class ExperimentReport:
 
 
 def _configured(run: Run, grouping: Grouping) -> dict[str, Any]:
-    """The run's flat config without the arm rule's seed and run-identity keys."""
-    rules = grouping.rules
-    return {k: v for k, v in run.flat_config.items()
-            if not is_seed_key(k, rules) and not is_identity_key(k, rules)}
+    """The run's parameters without seed keys: the arm rule's own (`arms.arm_config`)."""
+    return arm_config(run, grouping.rules)
 
 
 def _modal_config(runs: list[Run], grouping: Grouping) -> dict[str, Any]:
@@ -131,6 +131,7 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
     where = {m: choose_step([r for r in runs if m in r.metric_keys()], m, at)
              for m in proxy + downstream}
     steps = {m: w.step for m, w in where.items()}
+    differs = {address: arm.get("differs", "") for arm in ranking.arms for address in arm["addresses"]}
     rows = []
     for r in runs:
         flat = _configured(r, grouping)
@@ -152,11 +153,12 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
             run=r.name, address=r.address, step=step, config_diff=cdiff,
             proxy=values["proxy"], downstream=values["downstream"],
             gpu_hours=gpu_hours(r).gpu_hours, status=r.status, config_absent=absent, steps=used,
+            differs=differs.get(r.address, ""),
         ))
     best = None
     if primary.best:
         s = primary.order[0]
-        ev = [f"{p.run} ({p.address}) = {p.value:.6g} at step {p.step_used:g}" for p in s.points]
+        ev = [f"{p.run} = {p.value:.6g} at step {p.step_used:g}" for p in s.points]
         best = Finding(f"{primary.best}: {primary.metric} {s.mean:.4g} at step {step:g}"
                        + (f" (mean of {s.n} seeds, σ {s.std:.3g})" if s.n >= 2 else " (single seed)"), ev)
     findings, recs = _findings(ranking, runs, proxy, downstream)
@@ -213,7 +215,8 @@ def _findings(ranking: RankResult, runs: list[Run], proxy: list[str], downstream
         names = [f"runs: {', '.join(g.runs[:6])}" + (f" and {len(g.runs) - 6} more" if len(g.runs) > 6 else "")
                  ] if len(g.runs) > 1 else []
         findings.append(Finding(f"{where}: {g.kind}{count}",
-                                names + [f"{a.detail} ({a.address})" for a in g.items[:3]]
+                                names + [a.detail if len(g.runs) == 1 else f"{a.run}: {a.detail}"
+                                         for a in g.items[:3]]
                                 + ([f"and {len(g.items) - 3} more"] if len(g.items) > 3 else [])))
         if g.kind in ("crashed", "kill", "nan", "no metrics"):
             who = g.runs[0] if len(g.runs) == 1 else f"the {len(g.runs)} runs with {g.kind}"
@@ -259,7 +262,14 @@ def report_curves(rep: ExperimentReport, runs: list[Run], grouping: Grouping | N
     from .arms import arms_of
     from .compare import run_compare
 
-    arms = arms_of([r for r in runs if r.metric_keys()], grouping)
+    # the report's own arms (named among all its runs, as its table is), without the runs
+    # that logged nothing to plot
+    arms = []
+    for arm in arms_of(runs, grouping):
+        arm.seeds = [r for r in arm.seeds if r.metric_keys()]
+        if arm.seeds:
+            arm.primary = arm.primary if any(r is arm.primary for r in arm.seeds) else arm.seeds[0]
+            arms.append(arm)
     if len(arms) < 2:
         return None
     columns = list(dict.fromkeys([rep.primary, *rep.downstream_metrics, *rep.proxy_metrics]))

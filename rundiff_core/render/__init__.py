@@ -6,6 +6,25 @@ import math
 from typing import Any
 
 
+def decimals(x: float, precision: int = 4) -> int:
+    """Decimals a value is shown with: `precision`, fewer as it grows past 100 (3406.33, not
+    3406.3288), so the digits shown stay at the value's scale."""
+    if not math.isfinite(x) or abs(x) < 100:
+        return precision
+    return min(precision, max(0, precision + 1 - math.floor(math.log10(abs(x)))))
+
+
+def fmt_pm(mean: float, std: float, precision: int = 4) -> str:
+    """`mean ± σ` at the σ's scale: three digits of σ, the mean to the same decimal
+    (`3406 ± 174`, `0.4195 ± 0.0116`), never more than `precision` decimals."""
+    if not (math.isfinite(mean) and math.isfinite(std)):
+        return f"{fmt(mean, precision)} ± {fmt(std, precision)}"
+    d = min(precision, max(0, 2 - math.floor(math.log10(std)))) if std > 0 else decimals(mean, precision)
+    if mean != 0 and abs(mean) < 10 ** (-precision):
+        return f"{fmt(mean, precision)} ± {fmt(std, precision)}"
+    return f"{mean:.{d}f} ± {std:.{d}f}"
+
+
 def fmt(x: Any, precision: int = 4) -> str:
     """A number for a table: fixed precision, scientific when tiny or huge, words for NaN/inf."""
     if x is None:
@@ -20,7 +39,7 @@ def fmt(x: Any, precision: int = 4) -> str:
         return f"{int(x)}" if abs(x) >= 1 or x == 0 else f"{x:.{precision}g}"
     if abs(x) < 10 ** (-precision) or abs(x) >= 1e6:
         return f"{x:.{precision}g}"
-    return f"{x:.{precision}f}"
+    return f"{x:.{decimals(x, precision)}f}"
 
 
 def fmt_delta(x: Any, precision: int = 4) -> str:

@@ -100,6 +100,13 @@ def _every_metric(result: CompareResult, precision: int, trace: bool) -> str:
             f"</summary>{tables}</details>")
 
 
+def inline(text: str) -> str:
+    """A legend line as HTML: escaped, with its `**name**` bold and `code` as code."""
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
 def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: float = 0.0,
                         trace: bool = False) -> str:
     """The whole page as a string (plotly.js inline: about 5 MB)."""
@@ -122,6 +129,9 @@ def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: fl
     except Exception:  # pragma: no cover - running from a plain checkout
         rundiff_version = "dev"
     warnings = "".join(f'<p class="warning">note: {html.escape(w)}</p>' for w in rep.warnings)
+    if len(rep.warnings) > 2:  # how the runs were read: a click away, not a page of notes
+        warnings = (f'<details class="warnings"><summary>{len(rep.warnings)} notes on how the runs '
+                    f"were read</summary>{warnings}</details>")
     smoothing = (f"Curves smoothed for display with TensorBoard's debiased EMA (weight {smooth:g}); "
                  "raw curves are shown faintly and every number in the tables is unsmoothed."
                  if smooth > 0 else "")
@@ -131,7 +141,7 @@ def render_compare_html(result: CompareResult, *, precision: int = 4, smooth: fl
         style=_asset("compare.css"),
         plotlyjs=offline.get_plotlyjs(),
         plotly_version=html.escape(_plotlyjs_version(offline.get_plotlyjs()[:300], plotly)),
-        preamble="\n".join(f"<li>{html.escape(p)}</li>" for p in [rep.legend, *rep.preamble]),
+        preamble="\n".join(f"<li>{inline(p)}</li>" for p in [rep.legend, *rep.preamble]),
         warnings=warnings,
         sections=_sections(rep, figures, result.last_k) + _every_metric(result, precision, trace),
         sources="\n".join(f'<li id="src-{i}">{html.escape(s)}</li>'

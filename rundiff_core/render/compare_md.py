@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..engines.compare import Cell, CompareResult, FamilySummary, Row
-from . import fmt, fmt_step, md_table
+from ..engines.naming import found_in
+from . import decimals, fmt, fmt_pm, fmt_step, md_table
 
 GROUP_TITLES = {
     "proxy": "Proxy metrics (track convergence; not the target)",
@@ -59,7 +60,7 @@ class Report:
 def num(x: float, precision: int = 4) -> str:
     """Fixed decimals so a column lines up (3.0000, not 3); `fmt` for tiny, huge and non-finite."""
     if isinstance(x, float) and math.isfinite(x) and (x == 0 or 10 ** -precision <= abs(x) < 1e6):
-        return f"{x:.{precision}f}"
+        return f"{x:.{decimals(x, precision)}f}"
     return fmt(x, precision)
 
 
@@ -131,8 +132,9 @@ def _value(row: Row, precision: int) -> str:
         return row.state
     if row.single_seed:
         return num(row.value, precision)
-    spread = num(row.std, precision) if math.isfinite(row.std) else "n/a"
-    return f"{num(row.value, precision)} ± {spread} (N={row.n})"
+    if not math.isfinite(row.std):
+        return f"{num(row.value, precision)} ± n/a (N={row.n})"
+    return f"{fmt_pm(row.value, row.std, precision)} (N={row.n})"
 
 
 def _delta(row: Row, student: Row, precision: int) -> str:
@@ -143,20 +145,22 @@ def _delta(row: Row, student: Row, precision: int) -> str:
     return signed(row.delta, precision) + mark
 
 
-def _legend(r: CompareResult) -> list[str]:
-    """Every run in full: name, address and run id — the traceability of every cell."""
+def _legend(r: CompareResult, trace: bool = False) -> list[str]:
+    """Every run by name and run id, where they are in one line (docs/names.md); with `trace`
+    (--verbose) every address in full — the traceability of every cell."""
     out = []
     for info in [r.student, *r.baselines]:
         role = f" (student: {r.student_reason})" if info.role == "student" else ""
         if info.n_seeds == 1:
             seed = info.seeds[0]
-            where = f"`{seed['address']}` · run id {seed['run_id']} · single-seed"
+            where = (f"`{seed['address']}` · " if trace else "") + f"run id {seed['run_id']} · single-seed"
         else:
             ids = ", ".join(str(sd["run_id"]) for sd in info.seeds)
             given = info.address.rstrip("/")
             apart = [sd["address"] for sd in info.seeds if given not in str(sd["address"])]
-            where = (f"{info.n_seeds} seeds given as `{info.address}` · run ids {ids}"
-                     + (f" ({', '.join(f'`{a}`' for a in apart)})" if apart else ""))
+            where = (f"{info.n_seeds} seeds" + (f" given as `{info.address}`" if trace else "")
+                     + f" · run ids {ids}"
+                     + (f" ({', '.join(f'`{a}`' for a in apart)})" if apart and trace else ""))
         members = info.members or (str(info.seeds[0]["name"]) if info.n_seeds == 1 else "")
         who = f" = {members}" if members and members != info.label else ""
         out.append(f"**{info.label}**{who}{role} — {where} · {info.status}")
@@ -320,7 +324,9 @@ def build_report(r: CompareResult, precision: int = 4, trace: bool = False) -> R
     title = f"Same-{xname} comparison at {xname} {fmt_step(r.current_x)} — student: {r.student.label}"
     align = "nearest logged point" if r.align == "nearest" else "straight line between neighbours"
     legend = (f"Δ = run − student; every baseline is read at the student's {xname}, never at its own "
-              f"end (missing points: {align}); ↓ lower is better, ↑ higher.")
+              f"end (missing points: {align}); ↓ lower is better, ↑ higher. Runs in "
+              + found_in([str(sd["address"]) for i in [r.student, *r.baselines] for sd in i.seeds],
+                         shared=True) + ".")
     sources: list[str] = []
     tables = []
     for group in ("proxy", "downstream", "diagnostic"):
@@ -331,7 +337,7 @@ def build_report(r: CompareResult, precision: int = 4, trace: bool = False) -> R
     if r.hidden:
         more = (f"{r.hidden} more metrics were compared (summarised per family or left out of the "
                 f"headline): `--all` lists every one; `--format json` holds every cell.")
-    return Report(title, _legend(r), tables, sources, list(r.conclusion), _warnings(r), _notes(r),
+    return Report(title, _legend(r, trace), tables, sources, list(r.conclusion), _warnings(r), _notes(r),
                   more, legend)
 
 

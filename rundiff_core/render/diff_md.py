@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..engines.diff import DiffResult
+from ..engines.naming import found_in
 from ..redact import redact
 from . import fmt, fmt_delta, fmt_step, md_table
 
@@ -14,8 +15,7 @@ MAX_FLAGS = 3
 
 def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
     out: list[str] = [f"# Runs diff: {r.a_name} vs {r.b_name}", ""]
-    out.append(f"A = {r.a_address}  ")
-    out.append(f"B = {r.b_address}" + ("  " if r.arms else ""))
+    out.append(f"runs in {found_in([r.a_address, r.b_address])}" + ("  " if r.arms else ""))
     for side in ("A", "B") if r.arms else ():
         arm = r.arms[side]
         named = f" — {arm['label']}" if arm["label"] != arm["members"] else ""
@@ -34,7 +34,7 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
         out.append(f"no config found for {who}: the configs cannot be compared"
                    + ("" if len(r.config_missing) == 2 else " (unknown, not identical)"))
     elif not r.config_total:
-        out.append("identical")
+        out.append("identical parameters" if r.config_hidden else "identical")
     else:
         if r.config_collapsed:
             out.append(f"{r.config_total} keys changed; top 5 (use --all-keys for all):")
@@ -46,6 +46,11 @@ def render_diff_markdown(r: DiffResult, precision: int = 4) -> str:
                 out.append(f"- `{c.key}`: {old!r} → (absent)")
             else:
                 out.append(f"- `{c.key}`: {old!r} → {new!r}")
+    if r.config_hidden and not r.config_missing:
+        n = sum(r.config_hidden.values())
+        kinds = ", ".join(r.config_hidden)
+        out.append(f"_{n} non-parameter value{'s' if n > 1 else ''} hidden ({kinds}); "
+                   "`--all-keys` shows them_")
     if r.goal is None:
         goal = r.goal_reason or f"direction unknown for {r.metric}: pass --goal {r.metric}=max or min"
     else:

@@ -7,7 +7,7 @@ import re
 
 from ..engines.primary import skipped_text
 from ..engines.rank import RankResult
-from . import fmt, fmt_step, md_table
+from . import fmt, fmt_pm, fmt_step, md_table
 
 ANOMALY_CAP = 8  # run/kind groups listed before "and N more"
 ARM_LINES = 6  # arms with several seeds listed before "and N more"
@@ -19,7 +19,7 @@ ABLATE_ROWS = 24  # ablation × metric rows (largest impact first) before "and N
 
 def mean_pm(mean: float, std: float, n: int, precision: int = 4) -> str:
     if n >= 2 and math.isfinite(std):
-        return f"{fmt(mean, precision)} ± {fmt(std, precision)} (N={n})"
+        return f"{fmt_pm(mean, std, precision)} (N={n})"
     return f"{fmt(mean, precision)} (N={n}, single-seed)"
 
 
@@ -224,13 +224,10 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
         out += [f"  - {e}" for e in rep.best.evidence]
     out += [f"- note: {n}" for n in getattr(rep, "notes", ())]
     out += ["", f"## Results (every row at step {fmt_step(rep.step)} of {rep.primary})", ""]
-    header = ["Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
+    header = ["Run", "Step", "Config", "Proxy", "Downstream", "GPU hours", "Status"]
     rows = []
     for r in rep.rows:
-        parts = [f"{k}={v!r}" for k, v in r.config_diff.items()] + [f"{k} absent" for k in r.config_absent]
-        cd = "; ".join(parts[:3]) or "(modal config)"
-        if len(parts) > 3:
-            cd += f"; +{len(parts) - 3}"
+        cd = getattr(r, "differs", "") or "—"  # what tells its arm apart; JSON: config_diff
 
         def cells(values: dict, r=r) -> str:  # noqa: ANN001
             out = []

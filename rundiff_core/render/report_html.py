@@ -7,18 +7,46 @@ import html
 import re
 
 from ..engines.compare import CompareResult
-from .compare_html import render_compare_html
+from .compare_html import inline, render_compare_html
 from .many_md import render_report
 
 _TABLE_SEP = re.compile(r"^\|[-| :]+\|$")
 
 
+FOLD_AFTER = 4
+"""List items shown before the rest folds into `<details>` (notes and long lists a click away)."""
+_ITEM = re.compile(r"^(\s*)- (.*)$")
+
+
+def _list_html(items: list[tuple[int, str]]) -> str:
+    """Nested items [(depth, text)] as `<ul>`; past FOLD_AFTER items at one level, the rest fold."""
+    out: list[str] = []
+    i = 0
+    top = items[0][0]
+    entries: list[str] = []
+    while i < len(items):
+        depth, text = items[i]
+        j = i + 1
+        while j < len(items) and items[j][0] > top:
+            j += 1
+        children = _list_html(items[i + 1:j]) if j > i + 1 else ""
+        entries.append(f"<li>{inline(text)}{children}</li>")
+        i = j
+    if len(entries) > FOLD_AFTER + 1:
+        rest = entries[FOLD_AFTER:]
+        out.append("<ul>" + "".join(entries[:FOLD_AFTER]) + "</ul>")
+        out.append(f"<details><summary>and {len(rest)} more</summary><ul>{''.join(rest)}</ul></details>")
+    else:
+        out.append("<ul>" + "".join(entries) + "</ul>")
+    return "".join(out)
+
+
 def markdown_to_html(text: str) -> str:
-    """The small Markdown subset rundiff writes: headings, lists, tables, quotes, paragraphs."""
+    """The small Markdown subset rundiff writes: headings, lists, tables, quotes, paragraphs.
+    Long lists fold after FOLD_AFTER items."""
     out: list[str] = []
     lines = text.splitlines()
     i = 0
-    in_list = 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("|"):
@@ -32,25 +60,21 @@ def markdown_to_html(text: str) -> str:
                        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body)
                        + "</tbody></table>")
             continue
-        m = re.match(r"^(\s*)- (.*)$", line)
-        depth = (len(m.group(1)) // 2 + 1) if m else 0
-        while in_list > depth:
-            out.append("</ul>")
-            in_list -= 1
-        while in_list < depth:
-            out.append("<ul>")
-            in_list += 1
-        if m:
-            out.append(f"<li>{html.escape(m.group(2))}</li>")
-        elif line.startswith("#"):
+        if _ITEM.match(line):
+            items = []
+            while i < len(lines) and (m := _ITEM.match(lines[i])):
+                items.append((len(m.group(1)) // 2, m.group(2)))
+                i += 1
+            out.append(_list_html(items))
+            continue
+        if line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
             out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
         elif line.startswith(">"):
-            out.append(f"<blockquote>{html.escape(line[1:].strip())}</blockquote>")
+            out.append(f"<blockquote>{inline(line[1:].strip())}</blockquote>")
         elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
+            out.append(f"<p>{inline(line)}</p>")
         i += 1
-    out.extend("</ul>" for _ in range(in_list))
     return "\n".join(out)
 
 

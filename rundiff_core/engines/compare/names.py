@@ -22,4 +22,5 @@ def resolve(req: Request, keys: KeyChoice, maps: Mapping[str, str] | None,
         maps,
         prefer=student_hint or primaries[0],
         required=primaries,
+        labels={r.address: r.name for r in req.runs},
     )
