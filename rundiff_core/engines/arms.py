@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .naming import distinguishing_keys, members_label, name_arms, natural_key
+from .naming import distinguishing_keys, members_label, name_arms, name_runs, natural_key
 
 if TYPE_CHECKING:
     from ..model import Run, RunRef
@@ -785,6 +785,7 @@ def named_sides(arms: Sequence[Arm]) -> list[Arm]:
     from ..errors import UsageError
 
     arms = list(arms)
+    name_runs([r for a in arms for r in a.seeds])  # the notes below name runs as every output does
     singles = [i for i, a in enumerate(arms) if a.named_run]
     named = {arms[i].primary.address for i in singles}
     twice = {a for a, n in Counter(arms[i].primary.address for i in singles).items() if n > 1}

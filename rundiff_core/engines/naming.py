@@ -59,6 +59,14 @@ def place(address: str) -> tuple[str, ...] | None:
     return parts or None
 
 
+def run_place(run: Any) -> tuple[str, ...] | None:
+    """Where a run lives (`place`): where it was logged, for a run read back from an export
+    (`meta["origin_address"]`), else its own address."""
+    meta = run.meta if isinstance(getattr(run, "meta", None), Mapping) else {}
+    origin = meta.get("origin_address")
+    return place(origin) if isinstance(origin, str) and origin else place(run.address)
+
+
 def _name_parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in re.split(r"[\\/]+", name.strip()) if p and p != ".")
 
@@ -66,7 +74,7 @@ def _name_parts(name: str) -> tuple[str, ...]:
 def named_by_path(run: Run) -> bool:
     """True when a run's name is only its path (absolute, relative to where rundiff ran, or the
     tail of its place) — a name the tracker gave it is kept as given."""
-    where = place(run.address)
+    where = run_place(run)
     if where is None or not run.name:
         return False
     name = run.name.strip()
@@ -108,23 +116,24 @@ def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:
 
 
 def _tails(rels: Sequence[tuple[str, ...]]) -> list[str]:
-    """Each relative path as short as the set allows: whole when every one fits, else the
-    fewest last parts that still tell all of them apart."""
+    """Each relative path whole, its long parts shortened in the middle to fit NAME_MAX (`fit`);
+    where that makes two alike, the fewest last parts that still tell all of them apart."""
     whole = ["/".join(r) for r in rels]
-    if all(len(w) <= NAME_MAX for w in whole):
-        return whole
+    fitted = [fit(w) for w in whole]
+    if len(set(fitted)) == len(set(whole)):
+        return fitted
     for k in range(1, max(len(r) for r in rels) + 1):
         tails = ["/".join(r[-k:]) for r in rels]
-        if len(set(tails)) == len(set(whole)):
+        if len(set(fit(t) for t in tails)) == len(set(whole)):
             return [fit(t) for t in tails]
-    return [fit(w) for w in whole]
+    return fitted
 
 
 def run_names(runs: Sequence[Run]) -> list[str]:
     """The name each run goes by among `runs` (one command's runs): its tracker's name, else its
     path relative to the runs' common folder (the shortest tail that still tells them apart when
     the paths are long). Names two runs share get the shortest part of their place that differs."""
-    places = [place(r.address) for r in runs]
+    places = [run_place(r) for r in runs]
     by_path = [i for i, r in enumerate(runs) if places[i] is not None and named_by_path(r)]
     names = [fit(r.name or r.run_id) for r in runs]
     located = sorted({places[i] for i in by_path})  # type: ignore[misc]
@@ -271,7 +280,7 @@ def params_text(config: Mapping[str, Any], keys: Sequence[str]) -> str:
 def _own_folder(arm: Any, arms: Sequence[Any], cut: int) -> str | None:
     """The folder every seed of `arm` lies under and no run of another arm does, relative to the
     common folder of all (cut parts), else None."""
-    places = [place(r.address) for r in arm.seeds]
+    places = [run_place(r) for r in arm.seeds]
     if any(p is None for p in places):
         return None
     common = places[0][: _common_prefix(places)]  # type: ignore[index]
@@ -281,7 +290,7 @@ def _own_folder(arm: Any, arms: Sequence[Any], cut: int) -> str | None:
         if other is arm:
             continue
         for r in other.seeds:
-            p = place(r.address)
+            p = run_place(r)
             if p is not None and p[: len(common)] == common:
                 return None
     return "/".join(common[cut:])
@@ -296,7 +305,7 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
     keys = list(group_by) or (separating_keys(configs) if len(arms) > 1 else [])
     for arm, cfg in zip(arms, configs, strict=True):
         arm.differs = params_text(cfg, keys)
-    located = [p for a in arms for r in a.seeds if (p := place(r.address)) is not None]
+    located = [p for a in arms for r in a.seeds if (p := run_place(r)) is not None]
     cut = _common_prefix(located) if len(located) > 1 else 0
     labels: list[str] = []
     for arm in arms:
@@ -318,4 +327,4 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
 
 __all__ = ["LABEL_MAX_KEYS", "NAME_MAX", "distinguishing_keys", "fit", "found_in", "name_arms",
            "members_label", "name_runs", "named_by_path", "natural_key", "params_text", "place",
-           "run_names", "separating_keys", "short_value"]
+           "run_names", "run_place", "separating_keys", "short_value"]

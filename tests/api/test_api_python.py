@@ -70,7 +70,7 @@ def test_compare_frame_holds_the_baseline_at_the_students_step(journal: Path,
     r = rundiff.compare("journal:base", "journal:student", metric="loss")
     assert capsys.readouterr().out == ""  # nothing printed
     frame = r.to_frame()
-    assert r.student == "optim.lr=0.0004" and r.step == 160  # arms are named by what tells them apart
+    assert r.student == "student" and r.step == 160  # a run is named by its folder (docs/names.md)
     base = frame[frame["role"] == "baseline"].iloc[0]
     assert base["run"] == "base" and base["target"] == 160 and base["step_used"] == 160
     assert base["value"] == pytest.approx(_loss(160, 0.5))  # not the baseline's end (step 500)
@@ -202,12 +202,12 @@ def test_results_have_short_reprs_and_the_package_exports_what_it_lists(
         demo_runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(demo_runs.parent)
     r = rundiff.diff("runs/exp-baseline/seed-0", "runs/exp-higher-lr/seed-0")
-    assert repr(r) == ("<rundiff.DiffResult: runs/exp-baseline/seed-0 vs runs/exp-higher-lr/seed-0 "
+    assert repr(r) == ("<rundiff.DiffResult: exp-baseline/seed-0 vs exp-higher-lr/seed-0 "
                        f"on loss: {VERDICTS[0]}>")
     assert str(r) == r.to_markdown()
     c = rundiff.compare("runs/exp-baseline", "runs/exp-student/seed-0", metric="loss")
     assert repr(c) == ("<rundiff.CompareResult: 1 baseline(s) at step 160 of student "
-                       "optim.lr=0.0004, 1 metric(s)>")
+                       "exp-student/seed-0, 1 metric(s)>")
     assert sorted(rundiff.__all__) == sorted(rundiff._EXPORTS)
     for name in rundiff.__all__:
         assert getattr(rundiff, name) is not None

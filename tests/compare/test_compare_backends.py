@@ -123,7 +123,7 @@ def test_four_backends_in_one_compare(four_backends, capsys, align):
     d = _compare([addr["tb"], addr["mlflow"], addr["wandb"], addr["journal"]],
                  ["--align", align], capsys)
     assert hash_tree(root) == before  # read-only across all four backends
-    assert d["student"]["label"] == "exp-journal-student"
+    assert d["student"]["label"] == "journal/exp-journal-student"  # below the runs' common folder
     assert d["current_x"] == STUDENT_STEP
     adapters = {s["adapter"] for b in [d["student"], *d["baselines"]] for s in b["seeds"]}
     assert adapters == {"journal", "tensorboard", "mlflow", "wandb"}
@@ -179,5 +179,8 @@ def test_four_backends_markdown_names_every_run_fully(four_backends, capsys):
     for name in names:
         assert sum(name in line for line in legend) == 1, (name, legend)
         assert name in header
+    assert not any("`" in line.split(" — ", 1)[-1] for line in legend)  # no address without --trace
+    assert main(["compare", addr["tb"], addr["mlflow"], addr["wandb"], addr["journal"], "--trace"]) == 0
+    traced = [line for line in capsys.readouterr().out.splitlines() if line.startswith("- **")]
     for scheme in ("journal:", "tb:", "mlflow:", "wandb:"):
-        assert any(f"`{scheme}" in line and "run id" in line for line in legend), scheme
+        assert any(f"`{scheme}" in line and "run id" in line for line in traced), scheme

@@ -42,7 +42,8 @@ def test_demo_diff_verdict_is_last_line_and_fits_one_screen(demo_runs, capsys):
     lines = out.rstrip("\n").splitlines()
     assert lines[-1] == VERDICT_B
     assert len(lines) <= 50
-    assert lines[0] == f"# Runs diff: {demo_runs}/exp-baseline/seed-0 vs {demo_runs}/exp-higher-lr/seed-0"
+    assert lines[0] == "# Runs diff: exp-baseline/seed-0 vs exp-higher-lr/seed-0"  # docs/names.md
+    assert lines[2].startswith(f"runs in {demo_runs}")  # the one line with a path
     assert "`optim.lr`: 0.0003 → 0.0006" in out
     assert "demo-secret-key" not in out and "REDACTED" not in out  # secret key unchanged → not printed
     assert "B resumed: comparison between resumed and clean runs requires extra care" in out

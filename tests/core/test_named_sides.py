@@ -81,7 +81,7 @@ def _journal_pair(root: Path, *, b_running: bool) -> Pair:
                           final=None if b_running else {"status": "finished"})
     assert (Path(a) / "config.yaml").read_text() == (Path(b) / "config.yaml").read_text()
     return Pair("journal", f"journal:{root / 'exp'}", f"journal:{a}", f"journal:{b}",
-                "exp/baseline", "exp/student", 100, b_last)
+                "baseline", "student", 100, b_last)  # named below their common folder
 
 
 @pytest.fixture(scope="module")
@@ -239,12 +239,12 @@ def test_headline_scene_as_typed_in_a_shell(journal_pair, capsys, monkeypatch):
     code, out, err = cli(capsys, "compare", "exp/baseline", "exp/student")
     assert code == 0, err
     assert "given twice" not in out + err
-    assert "student: exp/student" in out and "exp/baseline" in out
+    assert "student: student" in out and "baseline" in out
     assert "every cell at step 11" in out
     assert out.count(SEEDS_NOTE) == 1 and ON_ITS_OWN in out
     code, out, err = cli(capsys, "diff", "exp/baseline", "exp/student")
     assert code == 0, err
-    assert "arm A: exp/baseline\n" in out.replace("  \n", "\n") and out.count(SEEDS_NOTE) == 1
+    assert "arm A: baseline\n" in out.replace("  \n", "\n") and out.count(SEEDS_NOTE) == 1
     assert "- A: N=1" in out and "- B: N=1" in out
 
 

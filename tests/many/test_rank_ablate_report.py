@@ -36,8 +36,10 @@ def test_rank_best_group_with_ci_and_holm(sweep, capsys):
     m = data["metrics"][0]
     assert m["metric"] == "loss" and m["goal"] == "min" and m["step"] == 200
     best = m["order"][0]
-    # arms are named by the config that tells them apart (the one labeller, engines.arms)
-    assert best["label"] == "lr=0.2" and best["n"] == 3
+    # an arm whose seeds share a folder no other arm has is named by it (docs/names.md); what
+    # tells it apart from the others is its `differs`
+    assert best["label"] == "csv" and best["n"] == 3
+    assert {a["label"]: a["differs"] for a in data["arms"]}["csv"] == "lr=0.2"
     assert {p["address"].rsplit("/", 1)[-1] for p in best["points"]} == {"b-seed-0", "b-seed-1", "b-seed-2"}
     lo, hi = best["ci"]
     assert lo <= best["mean"] <= hi
@@ -57,7 +59,7 @@ def test_rank_uses_the_common_step_not_final_values(tmp_path):
     m = result.metrics[0]
     assert m.step == 200
     long_group = next(s for s in m.order if "/long/" in s.points[0].address)
-    assert long_group.label == "lr=0.1"
+    assert long_group.label == "long/seed-0"  # one run: its path below the runs' common folder
     assert long_group.points[0].step_used == 200
     full = load_sources([str(tmp_path / "long")])[0].history(["loss"])
     final = float(full["value"].iloc[-1])
@@ -99,7 +101,7 @@ def test_ablate_deltas_and_interaction(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     first, second = data["ablations"]
-    assert first["label"] == "lr=0.2, width=128" and first["changes"][0]["key"] == "lr"  # larger impact first
+    assert first["label"] == "lr" and first["changes"][0]["key"] == "lr"  # larger impact first
     e = first["effects"][0]
     assert e["delta"] == pytest.approx(-0.05, abs=0.01) and e["se"] > 0 and e["n_baseline"] == 3
     inter = data["interactions"][0]
@@ -138,7 +140,7 @@ def test_report_is_deterministic_and_has_sections(sweep, tmp_path, capsys):
         assert section in text
     header = next(line for line in text.splitlines() if line.startswith("| Run"))
     assert [c.strip() for c in header.strip("|").split("|")] == [
-        "Run", "Step", "Config diff", "Proxy", "Downstream", "GPU hours", "Status"]
+        "Run", "Step", "Config", "Proxy", "Downstream", "GPU hours", "Status"]
     rep = build_report(load_sources([str(sweep / "sweep"), f"local:{sweep / 'csv'}"]))
     assert rep.proxy_metrics == ["loss"] and rep.downstream_metrics == ["eval/accuracy"]
     assert all(r.step == 200 for r in rep.rows)

@@ -92,7 +92,10 @@ _TS = re.compile(r"offline-run-\d{8}_\d{6}-")
 def normalise(text: str, tmp: Path) -> str:
     """Machine-independent Markdown: the temporary root and wandb's folder timestamp replaced,
     tables re-padded (their column widths followed the length of the temporary path)."""
-    text = _TS.sub("offline-run-<TIME>-", text.replace(str(tmp), "<TMP>"))
+    text = text.replace(str(tmp), "<TMP>")
+    for k in (2, 1):  # a page to share names the runs' folder by its last two parts
+        text = text.replace("…/" + "/".join(tmp.parts[-k:]), "…/<TMP>")
+    text = _TS.sub("offline-run-<TIME>-", text)
     out: list[str] = []
     for kind, lines in blocks(text):
         if kind != "table":
