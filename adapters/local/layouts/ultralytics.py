@@ -100,9 +100,11 @@ def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
 
 #: results.txt's 15 fields as YOLOv5 v1.0–v5.0 wrote them (train.py: `'%10s' * 2 + '%10.4g' * 6`
 #: then `'%10.4g' * 7 % results`), named as its TensorBoard tags and its later results.csv name
-#: them; `gpu_mem`, the total loss, `targets` and `img_size` only its console printed.
+#: them; `gpu_mem`, the total loss, the labels of the last batch and `img_size` only its console
+#: printed, above the rows (`'Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels',
+#: 'img_size'`, v4.0+ and YOLOv7; `targets` before): those words name them (`train/total`).
 TXT_NAMES = ("epoch", "gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss",
-             "train/total_loss", "targets", "img_size", "metrics/precision", "metrics/recall",
+             "train/total", "labels", "img_size", "metrics/precision", "metrics/recall",
              "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
              "val/cls_loss")
 LOSS_NAMES = ("box", "obj", "cls")
@@ -189,7 +191,7 @@ def txt_layout(head: bytes) -> TxtLayout | None:
         return [f"{split}/{LOSS_NAMES[i]}_loss" if i < 3 else f"{split}/loss_{i + 1}"
                 for i in range(n)]
 
-    names = ["epoch", "gpu_mem", *losses("train", k), "train/total_loss", "targets", "img_size",
+    names = ["epoch", "gpu_mem", *losses("train", k), "train/total", "labels", "img_size",
              *TXT_NAMES[8:12], *losses("val", v)]
     return TxtLayout(width, names, last, f"a YOLOv5 fork's results.txt (no header, {width} "
                      f"fields per row: {k} train losses and their total, {v} val losses; losses "
@@ -484,6 +486,11 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
     notes: list[str] = []
     if results == RESULTS_TXT:
         tb, notes = _aliases(tb, frame, columns)
+        off = [k for k in sorted(set(tb["key"].astype(str).unique()) & set(columns))
+               if not _agree(tb, frame, k, k)[1]]
+        if off:
+            frame, more, files = _kept_apart(tb, frame, columns, events, off)
+            return frame, notes + more, files
     tb_keys = tb["key"].astype(str)
     dup = sorted(set(tb_keys.unique()) & set(columns))
     extra = sorted(set(tb_keys.unique()) - set(columns))
@@ -508,21 +515,7 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
         notes.append(f"events file: {len(dup)} of its {len(dup) + len(extra)} tags duplicate "
                      f"{results} columns and are not added twice; they give "
                      f"{int(have.sum())} of {len(frame)} points their wall time (same tag and step)")
-        if results == RESULTS_TXT:  # 4 digits: the events file's float32 agrees, or the tags lie
-            off = [k for k in dup if not _agree(tb, frame, k, k)[1]]
-            if off:
-                notes.append(f"events file: {len(off)} tag(s) ({', '.join(off[:4])}"
-                             f"{'…' if len(off) > 4 else ''}) hold other values than the "
-                             f"results.txt columns of their names (a fork whose tag list is out "
-                             "of step with its losses?): results.txt's values kept, the events "
-                             "file gives those epochs their wall time only")
-        first_tb, first_table = float(first["step"].min()), float(frame["step"].min())
-        if first_tb > first_table:
-            early = frame.loc[frame["step"] < first_tb, "step"]
-            notes.append(f"{results}'s epochs {first_table:g}–{early.max():g} "
-                         f"({early.nunique()} rows, no wall time) precede the events file's first "
-                         f"step {first_tb:g}: rows an earlier launch wrote, which a resumed "
-                         f"YOLOv5 run carries over in its checkpoint; {results} is the history")
+        notes += _earlier_rows(frame, float(first["step"].min()), results)
         if more:
             last = tb[tb_keys == more[0]].iloc[-1]
             notes.append(f"events file: {len(more)} tag(s) ({', '.join(more[:4])}"
@@ -538,6 +531,54 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
         notes.append(f"events file: {len(extra)} tag(s) {results} lacks added "
                      f"({', '.join(extra[:5])}{'…' if len(extra) > 5 else ''})")
     return frame, notes, files
+
+
+def _earlier_rows(frame: pd.DataFrame, first_tb: float, results: str) -> list[str]:
+    """A note on the table's rows before the events file's first step (a resumed run's)."""
+    first_table = float(frame["step"].min())
+    if not first_tb > first_table:
+        return []
+    early = frame.loc[frame["step"] < first_tb, "step"]
+    return [f"{results}'s epochs {first_table:g}–{early.max():g} ({early.nunique()} rows, no "
+            f"wall time) precede the events file's first step {first_tb:g}: rows an earlier "
+            f"launch wrote, which a resumed YOLOv5 run carries over in its checkpoint; {results} "
+            "is the history"]
+
+
+def _kept_apart(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str], events: list[str],
+                off: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+    """results.txt and an events file whose tags contradict results.txt's column names.
+
+    results.txt has no header: its names are inferred from YOLOv5's layout, the events file's
+    tags are written. When a tag holds other values than the column given its name (a fork that
+    added a loss but kept YOLOv5's 13 tags, so each tag from the 4th on holds its neighbour's
+    number), the name was a guess and named beats inferred: every tag is read as written (its
+    own points and wall times, also those that agree — the file is one record, and a resumed run's
+    events file may hold fewer epochs than results.txt), and the results.txt columns whose names a
+    tag holds are kept apart as `results/<name>` (files.py's `<file>/<key>`), never joined."""
+    tb_keys = tb["key"].astype(str)
+    tags = sorted(tb_keys.unique())
+    taken = set(tags) & set(columns)
+    stem = os.path.splitext(RESULTS_TXT)[0]
+    keys = frame["key"].astype(str)
+    first = tb.drop_duplicates("step", keep="first")  # an epoch's row: the time of its first tag
+    wall = dict(zip(first["step"], first["wall_time"], strict=True))
+    got = np.array([wall.get(s, np.nan) for s in frame["step"]], dtype="float64")
+    frame = frame.assign(key=keys.map(lambda k: f"{stem}/{k}" if k in taken else k).to_numpy(),
+                         wall_time=np.where(np.isfinite(got), got, frame["wall_time"].to_numpy()))
+    frame = pd.concat([frame, rundiff_core.make_history(
+        tb["step"].to_numpy(), tb_keys.to_numpy(), tb["value"].to_numpy(),
+        tb["wall_time"].to_numpy())], ignore_index=True)
+    name = events[0] if len(events) == 1 else "events.out.tfevents.*"
+    shown = ", ".join(off[:4]) + ("…" if len(off) > 4 else "")
+    notes = [f"events file: {len(off)} of the {len(taken)} tag(s) that share a results.txt "
+             f"column's name ({shown}) hold other values than that column (a fork whose tag list "
+             "is out of step with its losses?): results.txt has no header, so its names are "
+             f"inferred and the tags win — all {len(tags)} tags read as written, results.txt's "
+             f"{len(taken)} columns of the same names kept apart as `{stem}/<name>`"]
+    notes += _earlier_rows(frame[frame["key"].astype(str).str.startswith(stem + "/")],
+                           float(tb["step"].min()), RESULTS_TXT)
+    return frame, notes, {k: name for k in tags}
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
