@@ -12,6 +12,8 @@
   `adapters/local/__init__.py`): it is read, lazily, through `rundiff_core.load_run("tb:…")`.
   Its tags that duplicate a results.csv column are not added twice (results.csv is the history;
   the events file gives those points their wall time); tags the CSV lacks are added.
+  results.txt's names are inferred, the tags are written: when a tag holds other values than the
+  results.txt column of its name, the tags win (`_kept_apart`).
 - old YOLOv5 (v1.0–v5.0, May 2020 – Jul 2021): `results.txt`, no header, one row per epoch of
   whitespace-aligned fields (`'%10s' * 2 + '%10.4g' * 13`): `i/N` (epoch i of 0..N, N = epochs −
   1), the GPU memory (`2.5G`), the train losses box/obj/cls and their total, the targets of the
@@ -19,7 +21,8 @@
   the table decides (rundiff_adapters.local.shape: header-less rows of one field count); this
   layout only names the columns — after YOLOv5's `utils/plots.py` `plot_results` and the
   TensorBoard tags of its `train.py`, the names its results.csv kept from v6.0 (so old and new
-  runs share keys). A fork's extra losses (yolov5-face's landmark loss: 16 fields) are found by
+  runs share keys; the total and the labels of the last batch by the words its console printed
+  above the rows). A fork's extra losses (yolov5-face's landmark loss: 16 fields) are found by
   the shape (the image size is the integer multiple of 32 after the targets; the total is the sum
   of the losses before it) and named by position (`train/loss_4`).
 - config: `args.yaml` as written (v8+: hyperparameters at top level), or `opt.yaml` with
