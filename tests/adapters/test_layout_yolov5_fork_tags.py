@@ -76,6 +76,10 @@ def test_every_tag_is_read_as_written_and_the_table_apart(rel):
     assert run.meta["key_files"]["metrics/precision"].startswith("events.out.tfevents")
     notes = " | ".join(run.fidelity)
     assert "results.txt has no header, so its names are inferred and the tags win" in notes
+    # the headline is the value YOLOv5's fitness is computed from: the table's column, not the
+    # tag of that name (which holds mAP@.5 or recall here)
+    assert list(run.meta["goals"]) == ["results/metrics/mAP_0.5:0.95"]
+    assert run.meta["groups"]["metrics/precision"] == run.meta["groups"]["results/metrics/recall"] == "downstream"
     assert hash_tree(str(folder)) == before
 
 
@@ -139,6 +143,7 @@ def test_shifted_tags_win_over_the_inferred_names(tmp_path):
     assert run.last_value("train/loss_4") == pytest.approx(0.03)  # no tag names it: not apart
     assert run.point_count("x/lr0") == 6 and run.last_value("x/lr0") == pytest.approx(0.01)  # val cls
     assert "results/x/lr0" not in run.metric_keys() and "results/train/total" not in run.metric_keys()
+    assert list(run.meta["goals"]) == ["results/metrics/mAP_0.5:0.95"]
 
 
 def test_tags_that_agree_are_folded_into_results_txt(tmp_path):
@@ -150,3 +155,4 @@ def test_tags_that_agree_are_folded_into_results_txt(tmp_path):
     hist = run.history()
     assert hist[hist.key == "metrics/precision"].wall_time.notna().all()
     assert not any("the tags win" in n for n in run.fidelity)
+    assert list(run.meta["goals"]) == ["metrics/mAP_0.5:0.95"]

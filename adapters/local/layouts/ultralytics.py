@@ -202,6 +202,8 @@ def txt_layout(head: bytes) -> TxtLayout | None:
 
 
 SNIFF_HEAD = 16 << 10
+#: results.txt's columns whose inferred names an out-of-step events file's tags hold (`_kept_apart`)
+TABLE_PREFIX = "results/"
 
 
 def _txt_run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
@@ -329,7 +331,9 @@ def meta(run: LayoutRun) -> Meta:
                              f"{layout.last_epoch}`: {planned} planned) but the config says "
                              f"epochs: {epochs} (changed on resume?); the rows are read as written")
         epochs = planned if epochs is None else min(epochs, planned)
-        _declare_metrics(out, layout.names)
+        taken = _names_taken_by_tags(run, d)
+        _declare_metrics(out, [f"{TABLE_PREFIX}{c}" if c in taken else c for c in layout.names],
+                         sorted(taken))
         if os.path.isfile(os.path.join(d, RESULTS)):
             out.notes.append("results.csv beside results.txt: not read")
     else:
@@ -359,13 +363,17 @@ def _header(path: str) -> list[str]:
     return [c.strip() for c in first.split(",") if c.strip()]
 
 
-def _declare_metrics(out: Meta, columns: list[str]) -> None:
-    """`metrics/*` are the validator's results (downstream); one mAP50-95 column is the headline."""
-    scores = [c for c in columns if c.startswith("metrics/")]
+def _declare_metrics(out: Meta, columns: list[str], tags: list[str] = ()) -> None:
+    """`metrics/*` are the validator's results (downstream); one mAP50-95 column is the headline.
+    `tags`: an events file's tags kept beside the table (`_kept_apart`) — downstream by their
+    names too, but the headline stays the table's column, the value YOLOv5's fitness is computed
+    from (by position in test()'s results, whatever the tag list says)."""
+    scores = [c for c in columns if c.removeprefix(TABLE_PREFIX).startswith("metrics/")]
     if not scores:
         return
-    out.meta["groups"] = {c: "downstream" for c in scores}
-    main = [c for c in scores if MAP50_95.match(c)]
+    out.meta["groups"] = {c: "downstream" for c in scores + [t for t in tags
+                                                               if t.startswith("metrics/")]}
+    main = [c for c in scores if MAP50_95.match(c.removeprefix(TABLE_PREFIX))]
     if len(main) == 1:
         out.goals[main[0]] = "max"
         out.goal_sources[main[0]] = FITNESS
@@ -489,8 +497,7 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
     notes: list[str] = []
     if results == RESULTS_TXT:
         tb, notes = _aliases(tb, frame, columns)
-        off = [k for k in sorted(set(tb["key"].astype(str).unique()) & set(columns))
-               if not _agree(tb, frame, k, k)[1]]
+        off = _out_of_step(tb, frame, columns)
         if off:
             frame, more, files = _kept_apart(tb, frame, columns, events, off)
             return frame, notes + more, files
@@ -548,6 +555,45 @@ def _earlier_rows(frame: pd.DataFrame, first_tb: float, results: str) -> list[st
             "is the history"]
 
 
+def _out_of_step(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """The tags that name a results.txt column but hold other values at the epochs both hold (or
+    share no epoch with it: then nothing confirms the name)."""
+    return [k for k in sorted(set(tb["key"].astype(str).unique()) & set(columns))
+            if not _agree(tb, frame, k, k)[1]]
+
+
+_TAKEN: dict[tuple[object, ...], frozenset[str]] = {}
+
+
+def _names_taken_by_tags(run: LayoutRun, d: str) -> frozenset[str]:
+    """The results.txt names an out-of-step events file takes (`_kept_apart`), for the metadata,
+    which is read before the history: both files read once per version of them (by size and
+    mtime), only for a results.txt run with an events file."""
+    layout, events = run.sniffs.get("txt_layout"), run.sniffs.get("owns_events") or []
+    if layout is None or not events:
+        return frozenset()
+    try:
+        stamp = (d, *((f, st.st_size, st.st_mtime_ns) for f in (RESULTS_TXT, *events)
+                      for st in (os.stat(os.path.join(d, f)),)))
+    except OSError:
+        return frozenset()
+    if stamp not in _TAKEN:
+        taken: frozenset[str] = frozenset()
+        frame, _, columns = _read_txt(os.path.join(d, RESULTS_TXT), layout)
+        try:
+            tb = rundiff_core.load_run("tb:" + d).history()
+        except Exception:  # the history says why; the metadata keeps the table's names
+            tb = rundiff_core.empty_history()
+        if len(tb) and len(frame):
+            tb, _ = _aliases(tb, frame, columns)
+            if _out_of_step(tb, frame, columns):
+                taken = frozenset(set(tb["key"].astype(str).unique()) & set(columns))
+        if len(_TAKEN) > 256:
+            _TAKEN.clear()
+        _TAKEN[stamp] = taken
+    return _TAKEN[stamp]
+
+
 def _kept_apart(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str], events: list[str],
                 off: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
     """results.txt and an events file whose tags contradict results.txt's column names.
@@ -562,7 +608,7 @@ def _kept_apart(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str], event
     tb_keys = tb["key"].astype(str)
     tags = sorted(tb_keys.unique())
     taken = set(tags) & set(columns)
-    stem = os.path.splitext(RESULTS_TXT)[0]
+    stem = TABLE_PREFIX.rstrip("/")
     keys = frame["key"].astype(str)
     first = tb.drop_duplicates("step", keep="first")  # an epoch's row: the time of its first tag
     wall = dict(zip(first["step"], first["wall_time"], strict=True))
