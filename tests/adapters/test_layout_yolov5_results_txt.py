@@ -28,7 +28,7 @@ SOURCES = {
     "fengyinxqy-hat-detect-yolov5-v5": ("runs/train/exp4", "runs/train2/exp"),
 }
 NAMES = ["epoch", "gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss",
-         "train/total_loss", "targets", "img_size", "metrics/precision", "metrics/recall",
+         "train/total", "labels", "img_size", "metrics/precision", "metrics/recall",
          "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss"]
 
 
@@ -229,8 +229,8 @@ def test_written_values_read_back_with_their_epochs(tmp_path):
     got = hist[hist.key == "metrics/mAP_0.5:0.95"].sort_values("step")
     assert got.step.tolist() == list(range(12)) and got.value.tolist() == maps
     assert run.last_value("gpu_mem") == pytest.approx(2.41) and run.last_value("img_size") == 640
-    assert run.last_value("targets") == 34
-    assert run.last_value("train/total_loss") == pytest.approx(
+    assert run.last_value("labels") == 34
+    assert run.last_value("train/total") == pytest.approx(
         float("%.4g" % (0.1 / 12 + 0.05 + 0.02 / 13)))
     assert not any("precede" in n for n in run.fidelity)
 
@@ -275,7 +275,7 @@ def test_a_fork_with_a_fourth_train_loss_is_named_by_shape(tmp_path):
     assert run.meta["layout"] == "ultralytics" and run.config == {"hyp": {"lr0": 0.01, "landmark": 0.005}}
     assert sorted(run.metric_keys()) == sorted(
         ["gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss", "train/loss_4",
-         "train/total_loss", "targets", "img_size", *NAMES[8:]])
+         "train/total", "labels", "img_size", *NAMES[8:]])
     assert run.last_value("train/loss_4") == pytest.approx(0.036) and run.last_value("img_size") == 1280
     assert any("4 train losses and their total, 3 val losses" in n for n in run.fidelity)
 

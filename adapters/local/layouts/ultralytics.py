@@ -12,6 +12,8 @@
   `adapters/local/__init__.py`): it is read, lazily, through `rundiff_core.load_run("tb:…")`.
   Its tags that duplicate a results.csv column are not added twice (results.csv is the history;
   the events file gives those points their wall time); tags the CSV lacks are added.
+  results.txt's names are inferred, the tags are written: when a tag holds other values than the
+  results.txt column of its name, the tags win (`_kept_apart`).
 - old YOLOv5 (v1.0–v5.0, May 2020 – Jul 2021): `results.txt`, no header, one row per epoch of
   whitespace-aligned fields (`'%10s' * 2 + '%10.4g' * 13`): `i/N` (epoch i of 0..N, N = epochs −
   1), the GPU memory (`2.5G`), the train losses box/obj/cls and their total, the targets of the
@@ -19,7 +21,8 @@
   the table decides (rundiff_adapters.local.shape: header-less rows of one field count); this
   layout only names the columns — after YOLOv5's `utils/plots.py` `plot_results` and the
   TensorBoard tags of its `train.py`, the names its results.csv kept from v6.0 (so old and new
-  runs share keys). A fork's extra losses (yolov5-face's landmark loss: 16 fields) are found by
+  runs share keys; the total and the labels of the last batch by the words its console printed
+  above the rows). A fork's extra losses (yolov5-face's landmark loss: 16 fields) are found by
   the shape (the image size is the integer multiple of 32 after the targets; the total is the sum
   of the losses before it) and named by position (`train/loss_4`).
 - config: `args.yaml` as written (v8+: hyperparameters at top level), or `opt.yaml` with
@@ -100,9 +103,11 @@ def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
 
 #: results.txt's 15 fields as YOLOv5 v1.0–v5.0 wrote them (train.py: `'%10s' * 2 + '%10.4g' * 6`
 #: then `'%10.4g' * 7 % results`), named as its TensorBoard tags and its later results.csv name
-#: them; `gpu_mem`, the total loss, `targets` and `img_size` only its console printed.
+#: them; `gpu_mem`, the total loss, the labels of the last batch and `img_size` only its console
+#: printed, above the rows (`'Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels',
+#: 'img_size'`, v4.0+ and YOLOv7; `targets` before): those words name them (`train/total`).
 TXT_NAMES = ("epoch", "gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss",
-             "train/total_loss", "targets", "img_size", "metrics/precision", "metrics/recall",
+             "train/total", "labels", "img_size", "metrics/precision", "metrics/recall",
              "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
              "val/cls_loss")
 LOSS_NAMES = ("box", "obj", "cls")
@@ -189,7 +194,7 @@ def txt_layout(head: bytes) -> TxtLayout | None:
         return [f"{split}/{LOSS_NAMES[i]}_loss" if i < 3 else f"{split}/loss_{i + 1}"
                 for i in range(n)]
 
-    names = ["epoch", "gpu_mem", *losses("train", k), "train/total_loss", "targets", "img_size",
+    names = ["epoch", "gpu_mem", *losses("train", k), "train/total", "labels", "img_size",
              *TXT_NAMES[8:12], *losses("val", v)]
     return TxtLayout(width, names, last, f"a YOLOv5 fork's results.txt (no header, {width} "
                      f"fields per row: {k} train losses and their total, {v} val losses; losses "
@@ -197,6 +202,8 @@ def txt_layout(head: bytes) -> TxtLayout | None:
 
 
 SNIFF_HEAD = 16 << 10
+#: results.txt's columns whose inferred names an out-of-step events file's tags hold (`_kept_apart`)
+TABLE_PREFIX = "results/"
 
 
 def _txt_run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
@@ -324,7 +331,9 @@ def meta(run: LayoutRun) -> Meta:
                              f"{layout.last_epoch}`: {planned} planned) but the config says "
                              f"epochs: {epochs} (changed on resume?); the rows are read as written")
         epochs = planned if epochs is None else min(epochs, planned)
-        _declare_metrics(out, layout.names)
+        taken = _names_taken_by_tags(run, d)
+        _declare_metrics(out, [f"{TABLE_PREFIX}{c}" if c in taken else c for c in layout.names],
+                         sorted(taken))
         if os.path.isfile(os.path.join(d, RESULTS)):
             out.notes.append("results.csv beside results.txt: not read")
     else:
@@ -354,13 +363,17 @@ def _header(path: str) -> list[str]:
     return [c.strip() for c in first.split(",") if c.strip()]
 
 
-def _declare_metrics(out: Meta, columns: list[str]) -> None:
-    """`metrics/*` are the validator's results (downstream); one mAP50-95 column is the headline."""
-    scores = [c for c in columns if c.startswith("metrics/")]
+def _declare_metrics(out: Meta, columns: list[str], tags: list[str] = ()) -> None:
+    """`metrics/*` are the validator's results (downstream); one mAP50-95 column is the headline.
+    `tags`: an events file's tags kept beside the table (`_kept_apart`) — downstream by their
+    names too, but the headline stays the table's column, the value YOLOv5's fitness is computed
+    from (by position in test()'s results, whatever the tag list says)."""
+    scores = [c for c in columns if c.removeprefix(TABLE_PREFIX).startswith("metrics/")]
     if not scores:
         return
-    out.meta["groups"] = {c: "downstream" for c in scores}
-    main = [c for c in scores if MAP50_95.match(c)]
+    out.meta["groups"] = {c: "downstream" for c in scores + [t for t in tags
+                                                               if t.startswith("metrics/")]}
+    main = [c for c in scores if MAP50_95.match(c.removeprefix(TABLE_PREFIX))]
     if len(main) == 1:
         out.goals[main[0]] = "max"
         out.goal_sources[main[0]] = FITNESS
@@ -484,6 +497,10 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
     notes: list[str] = []
     if results == RESULTS_TXT:
         tb, notes = _aliases(tb, frame, columns)
+        off = _out_of_step(tb, frame, columns)
+        if off:
+            frame, more, files = _kept_apart(tb, frame, columns, events, off)
+            return frame, notes + more, files
     tb_keys = tb["key"].astype(str)
     dup = sorted(set(tb_keys.unique()) & set(columns))
     extra = sorted(set(tb_keys.unique()) - set(columns))
@@ -508,21 +525,7 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
         notes.append(f"events file: {len(dup)} of its {len(dup) + len(extra)} tags duplicate "
                      f"{results} columns and are not added twice; they give "
                      f"{int(have.sum())} of {len(frame)} points their wall time (same tag and step)")
-        if results == RESULTS_TXT:  # 4 digits: the events file's float32 agrees, or the tags lie
-            off = [k for k in dup if not _agree(tb, frame, k, k)[1]]
-            if off:
-                notes.append(f"events file: {len(off)} tag(s) ({', '.join(off[:4])}"
-                             f"{'…' if len(off) > 4 else ''}) hold other values than the "
-                             f"results.txt columns of their names (a fork whose tag list is out "
-                             "of step with its losses?): results.txt's values kept, the events "
-                             "file gives those epochs their wall time only")
-        first_tb, first_table = float(first["step"].min()), float(frame["step"].min())
-        if first_tb > first_table:
-            early = frame.loc[frame["step"] < first_tb, "step"]
-            notes.append(f"{results}'s epochs {first_table:g}–{early.max():g} "
-                         f"({early.nunique()} rows, no wall time) precede the events file's first "
-                         f"step {first_tb:g}: rows an earlier launch wrote, which a resumed "
-                         f"YOLOv5 run carries over in its checkpoint; {results} is the history")
+        notes += _earlier_rows(frame, float(first["step"].min()), results)
         if more:
             last = tb[tb_keys == more[0]].iloc[-1]
             notes.append(f"events file: {len(more)} tag(s) ({', '.join(more[:4])}"
@@ -538,6 +541,93 @@ def _events(run: LayoutRun, d: str, frame: pd.DataFrame, columns: list[str]
         notes.append(f"events file: {len(extra)} tag(s) {results} lacks added "
                      f"({', '.join(extra[:5])}{'…' if len(extra) > 5 else ''})")
     return frame, notes, files
+
+
+def _earlier_rows(frame: pd.DataFrame, first_tb: float, results: str) -> list[str]:
+    """A note on the table's rows before the events file's first step (a resumed run's)."""
+    first_table = float(frame["step"].min())
+    if not first_tb > first_table:
+        return []
+    early = frame.loc[frame["step"] < first_tb, "step"]
+    return [f"{results}'s epochs {first_table:g}–{early.max():g} ({early.nunique()} rows, no "
+            f"wall time) precede the events file's first step {first_tb:g}: rows an earlier "
+            f"launch wrote, which a resumed YOLOv5 run carries over in its checkpoint; {results} "
+            "is the history"]
+
+
+def _out_of_step(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """The tags that name a results.txt column but hold other values at the epochs both hold (or
+    share no epoch with it: then nothing confirms the name)."""
+    return [k for k in sorted(set(tb["key"].astype(str).unique()) & set(columns))
+            if not _agree(tb, frame, k, k)[1]]
+
+
+_TAKEN: dict[tuple[object, ...], frozenset[str]] = {}
+
+
+def _names_taken_by_tags(run: LayoutRun, d: str) -> frozenset[str]:
+    """The results.txt names an out-of-step events file takes (`_kept_apart`), for the metadata,
+    which is read before the history: both files read once per version of them (by size and
+    mtime), only for a results.txt run with an events file."""
+    layout, events = run.sniffs.get("txt_layout"), run.sniffs.get("owns_events") or []
+    if layout is None or not events:
+        return frozenset()
+    try:
+        stamp = (d, *((f, st.st_size, st.st_mtime_ns) for f in (RESULTS_TXT, *events)
+                      for st in (os.stat(os.path.join(d, f)),)))
+    except OSError:
+        return frozenset()
+    if stamp not in _TAKEN:
+        taken: frozenset[str] = frozenset()
+        frame, _, columns = _read_txt(os.path.join(d, RESULTS_TXT), layout)
+        try:
+            tb = rundiff_core.load_run("tb:" + d).history()
+        except Exception:  # the history says why; the metadata keeps the table's names
+            tb = rundiff_core.empty_history()
+        if len(tb) and len(frame):
+            tb, _ = _aliases(tb, frame, columns)
+            if _out_of_step(tb, frame, columns):
+                taken = frozenset(set(tb["key"].astype(str).unique()) & set(columns))
+        if len(_TAKEN) > 256:
+            _TAKEN.clear()
+        _TAKEN[stamp] = taken
+    return _TAKEN[stamp]
+
+
+def _kept_apart(tb: pd.DataFrame, frame: pd.DataFrame, columns: list[str], events: list[str],
+                off: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+    """results.txt and an events file whose tags contradict results.txt's column names.
+
+    results.txt has no header: its names are inferred from YOLOv5's layout, the events file's
+    tags are written. When a tag holds other values than the column given its name (a fork that
+    added a loss but kept YOLOv5's 13 tags, so each tag from the 4th on holds its neighbour's
+    number), the name was a guess and named beats inferred: every tag is read as written (its
+    own points and wall times, also those that agree — the file is one record, and a resumed run's
+    events file may hold fewer epochs than results.txt), and the results.txt columns whose names a
+    tag holds are kept apart as `results/<name>` (files.py's `<file>/<key>`), never joined."""
+    tb_keys = tb["key"].astype(str)
+    tags = sorted(tb_keys.unique())
+    taken = set(tags) & set(columns)
+    stem = TABLE_PREFIX.rstrip("/")
+    keys = frame["key"].astype(str)
+    first = tb.drop_duplicates("step", keep="first")  # an epoch's row: the time of its first tag
+    wall = dict(zip(first["step"], first["wall_time"], strict=True))
+    got = np.array([wall.get(s, np.nan) for s in frame["step"]], dtype="float64")
+    frame = frame.assign(key=keys.map(lambda k: f"{stem}/{k}" if k in taken else k).to_numpy(),
+                         wall_time=np.where(np.isfinite(got), got, frame["wall_time"].to_numpy()))
+    frame = pd.concat([frame, rundiff_core.make_history(
+        tb["step"].to_numpy(), tb_keys.to_numpy(), tb["value"].to_numpy(),
+        tb["wall_time"].to_numpy())], ignore_index=True)
+    name = events[0] if len(events) == 1 else "events.out.tfevents.*"
+    shown = ", ".join(off[:4]) + ("…" if len(off) > 4 else "")
+    notes = [f"events file: {len(off)} of the {len(taken)} tag(s) that share a results.txt "
+             f"column's name ({shown}) hold other values than that column (a fork whose tag list "
+             "is out of step with its losses?): results.txt has no header, so its names are "
+             f"inferred and the tags win — all {len(tags)} tags read as written, results.txt's "
+             f"{len(taken)} columns of the same names kept apart as `{stem}/<name>`"]
+    notes += _earlier_rows(frame[frame["key"].astype(str).str.startswith(stem + "/")],
+                           float(tb["step"].min()), RESULTS_TXT)
+    return frame, notes, {k: name for k in tags}
 
 
 def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
