@@ -156,10 +156,10 @@ def _parse_remembered(line: str) -> Record | None:
 
 # Several quantities in one field, names and values paired by `/`:
 # `Time elapsed/remaining/total: 4.79/1121.73/1126.52 min` → Time_elapsed_min, … (a unit word
-# after the values is the unit of each)
+# after the values is the unit of each; one glued to the last value, `0.41/95.2%`, its own)
 _PAIRED = re.compile(r"^(?P<head>(?:[A-Za-z_][\w.\-]*\s+){0,3})(?P<names>[A-Za-z_]\w*(?:/[A-Za-z_]\w*)+)"
                      r"\s*[:=]\s*(?P<vals>[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:/[-+]?[\d.]+(?:[eE][-+]?\d+)?)+)"
-                     r"(?:\s*(?P<unit>ms|s|sec|min|h|hrs?|%))?$")
+                     r"(?P<glued>%|ms|s)?(?:\s+(?P<unit>ms|s|sec|min|h|hrs?))?$")
 
 
 def _paired(rec: Record, segment: str) -> bool:
@@ -173,13 +173,15 @@ def _paired(rec: Record, segment: str) -> bool:
     names, vals = m.group("names").split("/"), m.group("vals").split("/")
     if len(names) != len(vals):
         return False
+    if m.group("glued") and m.group("unit"):
+        return False  # `1/2% min`: no unit of either kind is sure
     head = "_".join(m.group("head").split())
-    for name, val in zip(names, vals, strict=True):
+    for i, (name, val) in enumerate(zip(names, vals, strict=True)):
         v = parse_value(val)
         if v is None:
             return False
-        _add(rec, f"{head}_{name}" if head else name, (v[0], m.group("unit") or "", None),
-             "a/b: x/y")
+        unit = m.group("unit") or (m.group("glued") if i == len(names) - 1 else "") or ""
+        _add(rec, f"{head}_{name}" if head else name, (v[0], unit, None), "a/b: x/y")
     return True
 
 
