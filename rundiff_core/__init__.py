@@ -103,6 +103,9 @@ _EXPORTS: dict[str, str] = {
     "read_config_json": "parsing.configfiles",
     "read_config_yaml": "parsing.configfiles",
     "read_json_file": "parsing.configfiles",
+    # a run's config printed in a text log (a Namespace, a command line), or joined by run name
+    "log_head_config": "parsing.configlines",
+    "joined_config": "parsing.configjoin",
     # what a trajectory importer fills
     "TaskRecord": "trajectories.model",
     "TrajectoryRun": "trajectories.model",
@@ -134,6 +137,8 @@ __all__ = [
     "read_config_yaml",
     "read_json_file",
     "read_run_config",
+    "log_head_config",
+    "joined_config",
     "Address",
     "AddressError",
     "AmbiguousSourceError",
@@ -306,6 +311,8 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         read_json_file,
         read_run_config,
     )
+    from .parsing.configjoin import joined_config
+    from .parsing.configlines import log_head_config
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl

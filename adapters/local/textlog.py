@@ -50,6 +50,7 @@ import rundiff_core  # names resolved at use: the data model (numpy) loads only 
 
 from .lazy import pd  # imported on first use: sniffing needs neither
 from .sniff import looks_binary, points_frame
+from .textkinds import finer_kind_keys
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
@@ -153,6 +154,37 @@ def _parse_remembered(line: str) -> Record | None:
     return _parse_fields(line)
 
 
+# Several quantities in one field, names and values paired by `/`:
+# `Time elapsed/remaining/total: 4.79/1121.73/1126.52 min` → Time_elapsed_min, … (a unit word
+# after the values is the unit of each; one glued to the last value, `0.41/95.2%`, its own)
+_PAIRED = re.compile(r"^(?P<head>(?:[A-Za-z_][\w.\-]*\s+){0,3})(?P<names>[A-Za-z_]\w*(?:/[A-Za-z_]\w*)+)"
+                     r"\s*[:=]\s*(?P<vals>[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:/[-+]?[\d.]+(?:[eE][-+]?\d+)?)+)"
+                     r"(?P<glued>%|ms|s)?(?:\s+(?P<unit>ms|s|sec|min|h|hrs?))?$")
+
+
+def _paired(rec: Record, segment: str) -> bool:
+    """Add a field of `/`-paired names and values (as many names as values, at least two) to
+    `rec`: several quantities printed as one (`elapsed/remaining/total: 4.8/1121.7/1126.5 min`).
+    Tried only on a segment the usual fields do not read (`train/loss: 3/10` stays the key
+    `train/loss`, 3 of 10). False when `segment` is not one."""
+    m = _PAIRED.match(segment.strip())
+    if m is None:
+        return False
+    names, vals = m.group("names").split("/"), m.group("vals").split("/")
+    if len(names) != len(vals):
+        return False
+    if m.group("glued") and m.group("unit"):
+        return False  # `1/2% min`: no unit of either kind is sure
+    head = "_".join(m.group("head").split())
+    for i, (name, val) in enumerate(zip(names, vals, strict=True)):
+        v = parse_value(val)
+        if v is None:
+            return False
+        unit = m.group("unit") or (m.group("glued") if i == len(names) - 1 else "") or ""
+        _add(rec, f"{head}_{name}" if head else name, (v[0], unit, None), "a/b: x/y")
+    return True
+
+
 def _parse_fields(line: str) -> Record | None:
     pairs: list[tuple[str, float]] = []
     rec = Record(pairs)
@@ -162,35 +194,49 @@ def _parse_fields(line: str) -> Record | None:
         segments = segments[1:]  # `001  00042 |Loss: 2.7 | …`: unnamed counters before the fields
         rec.forms.add("unnamed counters")
     for segment in segments:
-        words: list[str] = []
-        for tok in segment.split():
-            joined = _JOINED.match(tok)
-            if joined and (v := parse_value(joined.group("val"))) is not None:
-                if words and not all(_PUNCT.match(w) for w in words):
-                    return None  # `key value key:value`: words left over
-                words = []
-                _add(rec, joined.group("key"), v, "key:value" if joined.group("sep") == ":" else
-                     "key=value")
-                continue
-            bare = tok.rstrip(":=")
-            v = parse_value(bare) if words else None
-            if v is not None:
-                key_words = [w for w in words if not _PUNCT.match(w)]
-                if not key_words:
-                    return None
-                last = key_words[-1]
-                form = "key: value" if last.endswith(":") else "key=value" if last.endswith("=") \
-                    else "key value"
-                key = "_".join(w.rstrip(":=") for w in key_words)
-                if not all(_KEY.match(w.rstrip(":=")) for w in key_words):
-                    return None
-                _add(rec, key, v, form)
-                words = []
-                continue
-            words.append(tok)
-        if any(not _PUNCT.match(w) for w in words):
-            return None
+        if "/" not in segment:
+            if not _segment_fields(rec, segment):
+                return None
+            continue
+        mark = (len(pairs), set(rec.forms), set(rec.units), dict(rec.totals))
+        if not _segment_fields(rec, segment):
+            del pairs[mark[0]:]  # a segment that is no run of fields may still be paired ones
+            rec.forms, rec.units, rec.totals = mark[1], mark[2], mark[3]
+            if not _paired(rec, segment):
+                return None
     return rec if pairs else None
+
+
+def _segment_fields(rec: Record, segment: str) -> bool:
+    """Add one segment's `key: value` / `key=value` / `key value` fields to `rec`; False when a
+    word of it belongs to no field."""
+    words: list[str] = []
+    for tok in segment.split():
+        joined = _JOINED.match(tok)
+        if joined and (v := parse_value(joined.group("val"))) is not None:
+            if words and not all(_PUNCT.match(w) for w in words):
+                return False  # `key value key:value`: words left over
+            words = []
+            _add(rec, joined.group("key"), v, "key:value" if joined.group("sep") == ":" else
+                 "key=value")
+            continue
+        bare = tok.rstrip(":=")
+        v = parse_value(bare) if words else None
+        if v is not None:
+            key_words = [w for w in words if not _PUNCT.match(w)]
+            if not key_words:
+                return False
+            last = key_words[-1]
+            form = "key: value" if last.endswith(":") else "key=value" if last.endswith("=") \
+                else "key value"
+            key = "_".join(w.rstrip(":=") for w in key_words)
+            if not all(_KEY.match(w.rstrip(":=")) for w in key_words):
+                return False
+            _add(rec, key, v, form)
+            words = []
+            continue
+        words.append(tok)
+    return all(_PUNCT.match(w) for w in words)
 
 
 def _add(rec: Record, key: str, v: tuple[float, str, int | None], form: str) -> None:
@@ -557,18 +603,20 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         if last_step is not None:
             records.extend((last_step, p) for p in pending)
         banner = 0
-        for step, rec in records:
+        finer, shared, kinds_said = finer_kind_keys(records, step_key, STEP_KEYS)
+        for i, (step, rec) in enumerate(records):
             sig = tuple(k for k, _ in rec.pairs)
             if step_key not in sig:
                 if stepless[sig] < 2:
                     banner += 1
                     continue
                 kept_stepless += 1
+            counter = finer.get(i)
             for k, v in rec.pairs:
                 if k == step_key:
                     continue
                 steps.append(step)
-                keys.append(k)
+                keys.append(f"{counter}/{k}" if counter and k in shared else k)
                 values.append(v)
     notes = [f"{name} read as a {grammar.describe()}; {total_lines} lines, {len(values)} points, "
              f"{skipped} line(s) skipped (not key/value records)"]
@@ -585,6 +633,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")
+    if kinds_said:
+        notes.append(f"{name}: {kinds_said}")
     return points_frame(steps, keys, values, None, notes, name)
 
 

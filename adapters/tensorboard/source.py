@@ -192,7 +192,7 @@ def _run_config(run_dir: str, hparams: dict, notes: list[str], meta: dict) -> di
     config file found beside an event file belongs to that run. What each file gave is a note
     and `meta["config_files"]`; tracker metadata (W&B's `_wandb`, wandb-metadata.json) goes to
     meta, never config."""
-    from rundiff_core import read_run_config
+    from rundiff_core import joined_config, read_run_config
 
     got = read_run_config(run_dir, base=hparams)
     notes += got.notes
@@ -201,4 +201,18 @@ def _run_config(run_dir: str, hparams: dict, notes: list[str], meta: dict) -> di
         meta["config_files"] = got.files
     if any(name in got.files for name in got.sources):
         meta["config_from"] = " + ".join(got.sources)
-    return got.config
+    return _with_joined(got.config, joined_config(run_dir), notes, meta)
+
+
+def _with_joined(config: dict, joined: tuple[dict, list[str]], notes: list[str],
+                 meta: dict) -> dict:
+    """`config` with the keys it lacks from the Namespace printed beside the run folder that
+    names it (rundiff_core.joined_config: a stdout copy holding each run's args): what the
+    run's own files give is kept."""
+    extra, said = joined
+    notes += said
+    added = {k: v for k, v in extra.items() if k not in config}
+    if not added:
+        return config
+    meta["config_from"] = " + ".join(filter(None, [meta.get("config_from"), "printed Namespace"]))
+    return {**config, **added}
