@@ -526,7 +526,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         last_step: float | None = None
         header: float | None = None
         headed = 0
-        records: list[tuple[float, Record]] = []
+        records: list[tuple[float, Record, int]] = []
+        sessions = Sessions()
         for line in fh:
             total_lines += 1
             if not line.strip():
@@ -540,24 +541,28 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
             step = next((v for k, v in rec.pairs if k == step_key), None)
             if step is None:
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
-                if header is not None:
-                    records.append((header, rec))  # under an `Epoch 3/30` line: epoch 3's
+                if header is not None:  # under an `Epoch 3/30` line: epoch 3's
+                    records.append((header, rec, sessions.current))
                 else:
                     pending.append(rec)
                 continue
+            sessions.see(step)
             for p in pending:
-                records.append((step, p))
+                records.append((step, p, sessions.current))
             pending = []
-            records.append((step, rec))
+            records.append((step, rec, sessions.current))
             last_step = step
             # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
             header = step if len(rec.pairs) == 1 else None
             headed += header is not None
         trailing = len(pending)
         if last_step is not None:
-            records.extend((last_step, p) for p in pending)
+            records.extend((last_step, p, sessions.current) for p in pending)
         banner = 0
-        for step, rec in records:
+        shifts = sessions.shifts()
+        for step, rec, session in records:
+            if shifts:
+                step += shifts[session]
             sig = tuple(k for k, _ in rec.pairs)
             if step_key not in sig:
                 if stepless[sig] < 2:
@@ -585,7 +590,67 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")
+    if shifts:
+        notes.append(sessions.describe(name, step_key, shifts))
     return points_frame(steps, keys, values, None, notes, name)
+
+
+class Sessions:
+    """The sessions appended to one text log: its step counts up, then goes back to the file's
+    first step, again and again (a script run again with its log opened for appending — the
+    CS230 template's `train.log`, ~20 sessions over a year in one file). Such a file is one run
+    read in file order: each session's steps count on from the previous session's last, so the
+    run's last point is the file's last record. A file whose step goes back anywhere else (a
+    resume from a checkpoint) or never counts up between (one best epoch per block:
+    `best_res.txt`) keeps its steps as written."""
+
+    def __init__(self) -> None:
+        self.spans: list[list[float]] = []  # per session: its first and last step as written
+        self.rose = False  # the step went up since the session began
+        self.appended = True  # every step back so far was a session's start
+
+    @property
+    def current(self) -> int:
+        return max(0, len(self.spans) - 1)
+
+    def see(self, step: float) -> None:
+        """One step as written, in file order."""
+        if not self.spans:
+            self.spans.append([step, step])
+            return
+        previous = self.spans[-1][1]
+        if step > previous:
+            self.rose = True
+        elif step < previous:
+            if step <= self.spans[0][0] and self.rose:
+                self.spans.append([step, step])
+                self.rose = False
+                return
+            self.appended = False
+        self.spans[-1][1] = step
+
+    def shifts(self) -> list[float] | None:
+        """What each session's steps gain to count on from the one before; None when the file
+        is not appended sessions."""
+        if len(self.spans) < 2 or not self.appended:
+            return None
+        out, end = [0.0], self.spans[0][1]
+        for first, last in self.spans[1:]:
+            out.append(end + 1 - first)
+            end = last + out[-1]
+        return out
+
+    def describe(self, name: str, step_key: str, shifts: list[float]) -> str:
+        starts = [f[0] + d for f, d in zip(self.spans[1:], shifts[1:], strict=True)]
+        shown = ", ".join(_num(x) for x in starts[:5]) + (" …" if len(starts) > 5 else "")
+        return (f"{name}: {len(self.spans)} sessions appended to one file ({step_key} back at "
+                f"{_num(self.spans[0][0])} {len(starts)} time(s)): read as one run in file "
+                f"order, each session's {step_key} counted on from the previous session's last "
+                f"(sessions 2… start at step {shown})")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
 
 
 # -- framework readers ----------------------------------------------------------------------------
