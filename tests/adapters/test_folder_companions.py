@@ -32,3 +32,31 @@ def test_tables_labelled_by_text_stay_files_of_the_log_run():
                  / "2026_01_07_exp_006_top_view_image_filtering")
     assert list(runs) == ["."]
     assert "training_logs.txt" in runs["."] and "top_view_ct_predictions.csv" in runs["."]
+
+
+def test_a_sub_folder_of_event_files_is_the_run_s_own_scalars(capsys):
+    # chanura04 exp006: training_logs.txt (`Epoch 5/5, Loss: 0.0243`) beside tensorboard/ (the
+    # same loss as Loss/train, float32): one run, both series, the events read through tb:
+    from rundiff_core.cli import main
+
+    tree = WILD / "chanura04-dsgp-brain-tumor-detection-exp006/tree"
+    assert main(["ls", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert "[local" in out and "[tensorboard" not in out
+    assert "Loss: 5 points, steps 1–5 (training_logs.txt)" in out
+    assert "Loss/train: 5 points, steps 0–4 (tensorboard)" in out
+    assert "tensorboard/: TensorBoard files of this run → history (1 tag(s): Loss/train)" in out
+
+
+def test_only_sub_folders_of_event_files_alone_are_owned():
+    # alynxx/SSD outputs/: log.txt beside tf_logs/ (event files only: owned) and pipes/,
+    # vgg_ssd300_voc0712/ (output folders of other launches, with logs of their own: not owned)
+    from rundiff_adapters.local.layouts.files import _event_folders
+
+    from rundiff_core import LayoutFolder
+
+    outputs = WILD / "alynxx-ssd-outputs/tree/outputs"
+    dirs = sorted(e.name for e in os.scandir(outputs) if e.is_dir())
+    files = sorted(e.name for e in os.scandir(outputs) if e.is_file())
+    assert "pipes" in dirs and "tf_logs" in dirs
+    assert _event_folders(LayoutFolder(str(outputs), files, dirs)) == ["tf_logs"]

@@ -286,7 +286,29 @@ class TextFile(rundiff_core.PlainRecord):
 def claim(folder: LayoutFolder) -> Claimed | None:
     unread: dict[str, str] = {}
     runs = sniff_files(folder.path, folder.files, unread)
-    return Claimed(runs, unread=unread) if runs or unread else None
+    owned = _event_folders(folder) if len(runs) == 1 and runs[0].path == folder.path else []
+    if owned:
+        runs[0].sniffs["owns_events"] = owned
+        runs[0].reason += f" + the TensorBoard files of {', '.join(d + '/' for d in owned)}"
+    return Claimed(runs, unread=unread, consumed=set(owned)) if runs or unread else None
+
+
+def _event_folders(folder: LayoutFolder) -> list[str]:
+    """The sub-folders of a run's folder that hold TensorBoard event files and nothing else
+    (`tensorboard/` beside `training_logs.txt`, `tf_logs/` beside `log.txt`): the run's own
+    scalars, written by the script that wrote its logs — one run, not a TensorBoard run beside
+    it. A sub-folder with anything else in it (a run of its own, a `runs/` of versions) is not."""
+    out = []
+    for d in folder.dirs:
+        try:
+            entries = list(os.scandir(folder.join(d)))
+        except OSError:
+            continue
+        names = [e.name for e in entries if not e.name.startswith(".")]
+        if names and all(e.is_file() and "tfevents" in e.name for e in entries
+                         if not e.name.startswith(".")):
+            out.append(d)
+    return out
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
@@ -509,6 +531,8 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             frame, more = read_table(path, sniff)
         frames.append((path, frame))
         notes += more
+    for d in spec.sniffs.get("owns_events") or []:
+        frames.append(_events_frame(os.path.join(_folder(spec), d), notes))
     frames = [(p, f) for p, f in frames if len(f)]
     if not frames:
         return rundiff_core.empty_history(), notes
@@ -517,6 +541,22 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         out.attrs["key_files"] = {k: os.path.basename(p) for p, f in frames
                                   for k in f["key"].unique()}
     return out, notes
+
+
+def _events_frame(path: str, notes: list[str]) -> tuple[str, pd.DataFrame]:
+    """The scalars of an events sub-folder the run owns, read by the tb adapter; a reader
+    failure is a note (the run's own logs are its history anyway)."""
+    name = os.path.basename(path) + "/"
+    try:
+        frame = rundiff_core.load_run("tb:" + path).history()
+    except Exception as exc:  # noqa: BLE001 - any reader failure is said, never raised
+        notes.append(f"{name}: TensorBoard files not read ({type(exc).__name__}: {str(exc)[:100]})")
+        return path, rundiff_core.empty_history()
+    keys = sorted(frame["key"].astype(str).unique()) if len(frame) else []
+    notes.append(f"{name}: TensorBoard files of this run → history" + (
+        f" ({len(keys)} tag(s): {', '.join(keys[:5])}{' …' if len(keys) > 5 else ''})" if keys
+        else ": no scalars"))
+    return path, frame
 
 
 def _apart(frames: list[tuple[str, pd.DataFrame]], notes: list[str]) -> list[pd.DataFrame]:
