@@ -51,6 +51,7 @@ import rundiff_core  # names resolved at use: the data model (numpy) loads only 
 from .lazy import pd  # imported on first use: sniffing needs neither
 from .sniff import looks_binary, points_frame
 from .textkinds import finer_kind_keys
+from .textsessions import Sessions
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
@@ -572,7 +573,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         last_step: float | None = None
         header: float | None = None
         headed = 0
-        records: list[tuple[float, Record]] = []
+        records: list[tuple[float, Record, int]] = []
+        sessions = Sessions()
         for line in fh:
             total_lines += 1
             if not line.strip():
@@ -586,25 +588,30 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
             step = next((v for k, v in rec.pairs if k == step_key), None)
             if step is None:
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
-                if header is not None:
-                    records.append((header, rec))  # under an `Epoch 3/30` line: epoch 3's
+                if header is not None:  # under an `Epoch 3/30` line: epoch 3's
+                    records.append((header, rec, sessions.current))
                 else:
                     pending.append(rec)
                 continue
+            sessions.see(step)
             for p in pending:
-                records.append((step, p))
+                records.append((step, p, sessions.current))
             pending = []
-            records.append((step, rec))
+            records.append((step, rec, sessions.current))
             last_step = step
             # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
             header = step if len(rec.pairs) == 1 else None
             headed += header is not None
         trailing = len(pending)
         if last_step is not None:
-            records.extend((last_step, p) for p in pending)
+            records.extend((last_step, p, sessions.current) for p in pending)
         banner = 0
-        finer, shared, kinds_said = finer_kind_keys(records, step_key, STEP_KEYS)
-        for i, (step, rec) in enumerate(records):
+        finer, shared, kinds_said = finer_kind_keys([(s, r) for s, r, _ in records], step_key,
+                                                    STEP_KEYS)
+        shifts = sessions.shifts()
+        for i, (step, rec, session) in enumerate(records):
+            if shifts:
+                step += shifts[session]
             sig = tuple(k for k, _ in rec.pairs)
             if step_key not in sig:
                 if stepless[sig] < 2:
@@ -635,6 +642,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
                      "as metrics")
     if kinds_said:
         notes.append(f"{name}: {kinds_said}")
+    if shifts:
+        notes.append(sessions.describe(name, step_key, shifts))
     return points_frame(steps, keys, values, None, notes, name)
 
 

@@ -118,7 +118,7 @@ def merge(files: list[FileEvents], *, purge: str = "keep", root: str | None = No
     ev_status = np.concatenate([f.session_status for f in files]) if files else np.empty(0, np.int64)
     ev_file = np.repeat(np.arange(len(files)), np.diff(offsets)) if files else np.empty(0, np.int64)
 
-    tags, tag_maps = _global_codes([f.tags for f in files])
+    tags, tag_maps = _global_codes(_phase_tags(files, rel, notes))
     plugins, plugin_maps = _global_codes([f.plugins for f in files])
 
     def cat(attr: str, dtype: Any) -> np.ndarray:
@@ -230,6 +230,35 @@ def merge(files: list[FileEvents], *, purge: str = "keep", root: str | None = No
         meta["source_writer"] = writers[0] if len(writers) == 1 else writers
     data.config, data.notes, data.events, data.meta = config, notes, events, meta
     return data
+
+
+def _phase_tags(files: list[FileEvents], rel: Any, notes: list[str]) -> list[list[str]]:
+    """Each file's tags, a tag shared with a file of another phase named by its file in both.
+
+    A later event file that brings mostly tags of its own and shares only a few with the files
+    before it is another phase of the run, not the same stream resumed: Lightning's
+    `trainer.test` writes `test_*` tags and its own `epoch` into a second file beside
+    `trainer.fit`'s. Its shared tags (`epoch`) are kept apart, `<file>/<tag>` in each file that
+    holds them: two files' values are never joined into one series. A file whose tags are
+    mostly the earlier files' (a restart, a resume) continues their series, as TensorBoard
+    merges them."""
+    holders: dict[str, list[int]] = {}
+    apart: set[tuple[int, str]] = set()
+    for i, f in enumerate(files):
+        mine = set(f.tags)
+        shared = {t for t in mine if t in holders}
+        if shared and len(shared) < len(mine - shared):
+            apart |= {(j, t) for t in shared for j in [*holders[t], i]}
+        for t in mine:
+            holders.setdefault(t, []).append(i)
+    if not apart:
+        return [f.tags for f in files]
+    shown = sorted({t for _i, t in apart})
+    notes.append(f"{_clip(shown)} in event files of different phases (a later file with tags "
+                 "mostly its own): kept apart, each named by its file (`<file>/<tag>`), never "
+                 "joined into one series")
+    return [[f"{os.path.basename(rel(f.path))}/{t}" if (i, t) in apart else t for t in f.tags]
+            for i, f in enumerate(files)]
 
 
 def _clip(names: list[str], n: int = 8) -> str:

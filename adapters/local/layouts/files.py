@@ -110,9 +110,23 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         elif unread is not None:
             unread[path] = shape.detail + ("" if shape.kind != "document" else
                                            ": neither numbers nor a config file by its name")
-    if len(columns) == 1 and any(isinstance(s, Sniff) and s.step for s in table.sniffs.values()):
-        # one file of per-epoch lists beside the run's table (`history.json` by `log.csv`): a
-        # file of that run, its lists read with the table's columns (same names kept apart)
+    apart: list[LayoutRun] = []  # tables of another measurement than the folder's log
+    stepped_text = len(texts) == 1 and texts[0].sniffs[texts[0].path].step is not None and \
+        not any(isinstance(s, Sniff) and s.step for s in table.sniffs.values())
+    if stepped_text:
+        swept = _swept_tables(table)  # another measurement beside the log: a run of its own
+        for path in swept:
+            table.files.remove(path)
+            sniff = table.sniffs.pop(path)
+            apart.append(LayoutRun(path, "files", [path], f"{os.path.basename(path)}: a table "
+                                   f"over its own x (`{sniff.header[0]}`) beside "
+                                   f"{os.path.basename(texts[0].path)}'s steps: a run of its own",
+                                   {path: sniff}))
+    if len(columns) == 1 and (stepped_text or any(isinstance(s, Sniff) and s.step
+                                                  for s in table.sniffs.values())):
+        # one file of per-epoch lists beside the run's history (`history.json` by `log.csv`, the
+        # lists of `metrics.json` by the `train.log` that printed them): a file of that run, its
+        # lists read with the history's keys (same names kept apart)
         (lists,) = columns
         table.files.append(lists.path)
         table.sniffs[lists.path] = lists.sniffs[lists.path]
@@ -163,7 +177,29 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
         specs.append(table)
-    return specs + launched + columns + texts + docs
+    return specs + launched + apart + columns + texts + docs
+
+
+def _swept_tables(table: LayoutRun) -> list[str]:
+    """The tables of a folder run with an x of their own that is not a step: every column
+    numeric, the first strictly increasing over three rows or more (`size,time_s,peak_mem_mb`
+    for image sizes 64…512). Beside a text log's epochs they measure something else — another
+    experiment, not the log's run — unlike a report of the run's items, whose rows are labelled
+    by text (one per image or class)."""
+    from ..sniff import read_columns
+
+    out = []
+    for path, sniff in table.sniffs.items():
+        if not isinstance(sniff, Sniff) or sniff.step or sniff.headerless or not sniff.header \
+                or sniff.kind not in ("\t", ",", ";") or one_row(path, sniff) is not None:
+            continue
+        cols, _ = read_columns(path, sniff)
+        if cols.text or cols.labels or cols.rows < 3 or not cols.names \
+                or cols.names[0] != sniff.header[0] or not cols.valid[0].all():
+            continue
+        if (pd.Series(cols.values[0]).diff().dropna() > 0).all():
+            out.append(path)
+    return out
 
 
 class Document(rundiff_core.PlainRecord):
@@ -250,7 +286,29 @@ class TextFile(rundiff_core.PlainRecord):
 def claim(folder: LayoutFolder) -> Claimed | None:
     unread: dict[str, str] = {}
     runs = sniff_files(folder.path, folder.files, unread)
-    return Claimed(runs, unread=unread) if runs or unread else None
+    owned = _event_folders(folder) if len(runs) == 1 and runs[0].path == folder.path else []
+    if owned:
+        runs[0].sniffs["owns_events"] = owned
+        runs[0].reason += f" + the TensorBoard files of {', '.join(d + '/' for d in owned)}"
+    return Claimed(runs, unread=unread, consumed=set(owned)) if runs or unread else None
+
+
+def _event_folders(folder: LayoutFolder) -> list[str]:
+    """The sub-folders of a run's folder that hold TensorBoard event files and nothing else
+    (`tensorboard/` beside `training_logs.txt`, `tf_logs/` beside `log.txt`): the run's own
+    scalars, written by the script that wrote its logs — one run, not a TensorBoard run beside
+    it. A sub-folder with anything else in it (a run of its own, a `runs/` of versions) is not."""
+    out = []
+    for d in folder.dirs:
+        try:
+            entries = list(os.scandir(folder.join(d)))
+        except OSError:
+            continue
+        names = [e.name for e in entries if not e.name.startswith(".")]
+        if names and all(e.is_file() and "tfevents" in e.name for e in entries
+                         if not e.name.startswith(".")):
+            out.append(d)
+    return out
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
@@ -473,6 +531,8 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             frame, more = read_table(path, sniff)
         frames.append((path, frame))
         notes += more
+    for d in spec.sniffs.get("owns_events") or []:
+        frames.append(_events_frame(os.path.join(_folder(spec), d), notes))
     frames = [(p, f) for p, f in frames if len(f)]
     if not frames:
         return rundiff_core.empty_history(), notes
@@ -481,6 +541,22 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         out.attrs["key_files"] = {k: os.path.basename(p) for p, f in frames
                                   for k in f["key"].unique()}
     return out, notes
+
+
+def _events_frame(path: str, notes: list[str]) -> tuple[str, pd.DataFrame]:
+    """The scalars of an events sub-folder the run owns, read by the tb adapter; a reader
+    failure is a note (the run's own logs are its history anyway)."""
+    name = os.path.basename(path) + "/"
+    try:
+        frame = rundiff_core.load_run("tb:" + path).history()
+    except Exception as exc:  # noqa: BLE001 - any reader failure is said, never raised
+        notes.append(f"{name}: TensorBoard files not read ({type(exc).__name__}: {str(exc)[:100]})")
+        return path, rundiff_core.empty_history()
+    keys = sorted(frame["key"].astype(str).unique()) if len(frame) else []
+    notes.append(f"{name}: TensorBoard files of this run → history" + (
+        f" ({len(keys)} tag(s): {', '.join(keys[:5])}{' …' if len(keys) > 5 else ''})" if keys
+        else ": no scalars"))
+    return path, frame
 
 
 def _apart(frames: list[tuple[str, pd.DataFrame]], notes: list[str]) -> list[pd.DataFrame]:
