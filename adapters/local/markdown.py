@@ -71,14 +71,43 @@ _UNSNIFFED: Any = object()
 
 
 class Fence(rundiff_core.PlainRecord):
-    """A code block's `lines`, and its text grammar once sniffed (`fence_grammar`)."""
+    """A block of lines — a code block, or a section's text outside its tables and code blocks
+    (`code` False) —, its text grammar once sniffed (`fence_grammar`), and its `records`: the
+    lines that are wholly `key: value` / `key = value` fields."""
 
-    __match_args__ = ("lines", "line")
+    __match_args__ = ("lines", "line", "code")
 
-    def __init__(self, lines: list[str], line: int) -> None:
+    def __init__(self, lines: list[str], line: int, code: bool = True) -> None:
         self.lines = lines
         self.line = line
+        self.code = code
         self.grammar: Any = _UNSNIFFED
+        self.records: list[tuple[str, float]] = []
+        self.keys: set[str] = set()  # of every line a text grammar reads (`iter 3: loss 2.5`)
+        self._log: bool | None = None
+
+    def is_log(self) -> bool:
+        """A log, not a block of final numbers: a text grammar reads it (`fence_grammar`) and its
+        step takes two or more values (`epoch = 30.0` in every metrics block is no step)."""
+        if self._log is None:
+            self._log = self._steps_twice()
+        return self._log
+
+    def _steps_twice(self) -> bool:
+        grammar = fence_grammar(self)
+        if grammar is None:
+            return False
+        if grammar.framework or grammar.long_form or grammar.step is None:
+            return True
+        from .textlog import parse_line
+
+        steps = set()
+        for ln in self.lines:
+            rec = parse_line(ln) if grammar.step in ln else None
+            steps.update(v for k, v in (rec.pairs if rec else ()) if k == grammar.step)
+            if len(steps) >= 2:
+                return True
+        return False
 
 
 class Section(rundiff_core.PlainRecord):
@@ -90,13 +119,24 @@ class Section(rundiff_core.PlainRecord):
         self.title = title
         self.level = level
         self.line = line
-        self.records: list[tuple[str, float]] = []
+        self.text = Fence([], line, code=False)
         self.tables: list[PipeTable] = []
         self.fences: list[Fence] = []
 
+    def logs(self) -> list[Fence]:
+        """The section's blocks that are logs: its code blocks, and its text, read as a log."""
+        return [b for b in [self.text, *self.fences] if b.is_log()]
+
+    @property
+    def records(self) -> list[tuple[str, float]]:
+        """The `key: value` records of its blocks that are no log: final numbers (or settings)."""
+        return [r for b in [self.text, *self.fences] if b.records and not b.is_log()
+                for r in b.records]
+
     def keys(self) -> set[str]:
-        """What the section names: its records' keys, its tables' columns and name cells."""
-        out = {k for k, _ in self.records}
+        """What the section names: its records' keys (in logs too), its tables' columns and
+        name cells."""
+        out = {k for k, _ in self.records} | {k for b in self.logs() for k in b.keys}
         for table in self.tables:
             out |= set(table.header)
             if _name_value(table) is not None:
@@ -104,13 +144,16 @@ class Section(rundiff_core.PlainRecord):
         return out
 
     def holds_numbers(self) -> bool:
-        """Numbers a run measured or was set to: records, a table with a number in it, or a code
-        block that is a log (a text grammar recognises it)."""
+        """Numbers a run measured: records, a table read as history, final numbers or name/value
+        rows, or a block that is a log. Settings alone (under `## Parameters`, or a `Setting |
+        Value` table) are no run's results."""
+        if self.settings():
+            return bool(self.logs())
         if len({k for k, _ in self.records}) >= MIN_RECORD_KEYS:
             return True
-        if any(_table_kind(t) != "labelled" for t in self.tables):
+        if any(_table_kind(t) not in ("labelled", "settings") for t in self.tables):
             return True
-        return any(fence_grammar(f) is not None for f in self.fences)
+        return bool(self.logs())
 
     def settings(self) -> bool:
         return names_settings(self.title or "")
@@ -161,15 +204,26 @@ def _cells(line: str) -> list[str]:
     return [_MARKUP.sub("", c).strip().strip('"').strip("'") for c in re.split(r"(?<!\\)\|", text)]
 
 
-def parse_markdown(text: str) -> list[Section]:
-    """The sections of a Markdown text, with their tables, code blocks and records."""
+def _add_record(block: Fence, line: str) -> None:
+    """The line's `key: value` fields, when the line is wholly such fields (a bullet, bold and
+    code markup aside; a unit word after a value glued to it)."""
     from .textlog import parse_line  # the grammars compile on import: only for a Markdown file
 
+    plain = _UNIT_WORD.sub(r"\g<num>\g<unit>", _MARKUP.sub("", _BULLET.sub("", line, count=1)))
+    rec = parse_line(plain)
+    if rec is not None:
+        block.keys.update(k for k, _ in rec.pairs)
+        if _NAMED.search(plain):
+            block.records.extend(rec.pairs)
+
+
+def parse_markdown(text: str) -> list[Section]:
+    """The sections of a Markdown text (split at ATX headings), with their pipe tables, code
+    blocks and text, as CommonMark reads them (a heading inside a code block is none)."""
     lines = text.splitlines()
     sections = [Section(None, 0, 0)]
     fence: str | None = None
-    block: list[str] = []
-    start = 0
+    code = Fence([], 0)
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -178,15 +232,16 @@ def parse_markdown(text: str) -> list[Section]:
             m = _FENCE.match(line)
             if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
                     and not line.strip()[len(m.group("fence")):].strip():
-                here.fences.append(Fence(block, start))
-                fence, block = None, []
+                here.fences.append(code)
+                fence = None
             else:
-                block.append(line)
+                code.lines.append(line)
+                _add_record(code, line)
             i += 1
             continue
         m = _FENCE.match(line)
         if m:
-            fence, block, start = m.group("fence"), [], i + 1
+            fence, code = m.group("fence"), Fence([], i + 2)
             i += 1
             continue
         heading = _HEADING.match(line)
@@ -206,21 +261,24 @@ def parse_markdown(text: str) -> list[Section]:
             here.tables.append(PipeTable(header, rows, i + 1))
             i = j
             continue
-        plain = _UNIT_WORD.sub(r"\g<num>\g<unit>", _MARKUP.sub("", _BULLET.sub("", line, count=1)))
-        if _NAMED.search(plain) and (rec := parse_line(plain)) is not None:
-            here.records.extend(rec.pairs)
+        here.text.lines.append(line)
+        _add_record(here.text, line)
         i += 1
-    if fence is not None and block:  # a block left open at the end of the file
-        sections[-1].fences.append(Fence(block, start))
-    return [s for s in sections if s.title is not None or s.records or s.tables or s.fences]
+    if fence is not None and code.lines:  # a block left open at the end of the file
+        sections[-1].fences.append(code)
+    return [s for s in sections if s.title is not None or s.text.records or s.tables or s.fences
+            or any(ln.strip() for ln in s.text.lines)]
 
 
 def runs_of(sections: list[Section]) -> list[str | None]:
     """The sections that are a run each (their titles), `[None]` for one run of the whole file,
     `[]` when nothing in it holds numbers."""
     numbered = [s for s in sections if s.holds_numbers()]
-    if not numbered:
-        return []
+    if not numbered:  # a job's settings beside its output, no numbers yet (running, crashed)
+        settings = any(s.settings() or any(_table_kind(t) == "settings" for t in s.tables)
+                       for s in sections)
+        output = any(ln.strip() for s in sections for f in s.fences for ln in f.lines)
+        return [None] if settings and output else []
     if len(numbered) < 2 or any(s.title is None for s in numbered):
         return [None]
     titles = [s.title for s in numbered]
@@ -289,8 +347,8 @@ def _table_kind(table: PipeTable) -> str:
     numeric row: final numbers) or `labelled` (rows of things compared: not read)."""
     if _step_table(table) is not None:
         return "history"
-    if _name_value(table) is not None:
-        return "names"
+    if (nv := _name_value(table)) is not None:
+        return "settings" if names_settings(table.header[nv[0]]) else "names"
     if len(table.rows) == 1 and table.rows[0] and all(_NUMBER.match(c) for c in table.rows[0]):
         return "row"
     return "labelled"
@@ -397,14 +455,13 @@ def markdown_history(path: str, doc: Markdown, title: str | None) -> tuple[Any, 
             frame, more = points_frame(steps, keys, values, None, more, base)
             frames.append(frame)
             notes += more
-        for block in s.fences:
+        for block in s.logs():
             grammar = fence_grammar(block)
-            if grammar is None:
-                continue
             frame, more = read_text_log(path, grammar, lines=block.lines)
             logs += 1
             frames.append(frame.assign(log=logs) if len(frame) else frame)
-            said = f"{base} (code block {logs}, line {block.line}, under {s.title or 'no heading'!r})"
+            what = "code block" if block.code else "text"
+            said = f"{base} ({what} {logs}, line {block.line}, under {s.title or 'no heading'!r})"
             notes += [said + n[len(base):] if n.startswith(base) else n for n in more]
     frames = [f for f in frames if len(f)]
     if not frames:
