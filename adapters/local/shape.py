@@ -4,7 +4,8 @@ A file is a *table* (delimited or whitespace-aligned rows, with a header or with
 *records* (JSON lines, a JSON array of objects), *column lists* (a JSON object whose values
 include lists of numbers, whatever other keys it holds), a *document* (a JSON object of
 parameters or results), *text records* (log lines of key/value fields, in one of the grammars of
-`textlog`), a *store* (SQLite) — or it is not understood, and said to be so with what it looks
+`textlog`), a *store* (SQLite), *Markdown* (a `.md` file's pipe tables, code blocks and
+`key: value` lines, by heading: `markdown`) — or it is not understood, and said to be so with what it looks
 like. Like DuckDB's CSV sniffer, the decision is made from a bounded read and reported as a
 value one can print (`Shape.detail`); like libmagic, the most specific signature is tried first
 and a weak match is "not understood", never a guess. A named layout (`layouts/`) then adds only
@@ -20,11 +21,12 @@ from typing import Any
 
 import rundiff_core
 
+from .markdown import is_markdown_name
 from .sniff import SNIFF_BYTES, Sniff, is_number, looks_binary, read_head, sniff_table
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The kinds of shape, in the order they are tried (most specific signature first).
-KINDS = ("store", "records", "table", "columns", "document", "text", "unknown")
+KINDS = ("store", "markdown", "records", "table", "columns", "document", "text", "unknown")
 #: A text grammar claims a file only when this share of its non-blank lines are its records:
 #: 36 Python-dict lines in a 5,207-line SLURM log of a Ray Tune search are not that log's
 #: content (the HF Trainer logs rundiff reads hold 3.7–40% records; nanoGPT/llm.c logs 92–100%).
@@ -60,6 +62,8 @@ def shape_of(path: str, head: bytes | None = None, *, text: bool = True) -> Shap
         return Shape("unknown", "empty file")
     if looks_binary(head):
         return Shape("unknown", "binary data")
+    if is_markdown_name(path):  # the file names its format: its tables, blocks and headings
+        return markdown_shape(path)
     table = sniff_table(path, head) or _after_preamble(path, head)
     if table is not None and table.kind == "jsonl" and _one_document(head):
         table = None  # one JSON object on one line: a document or column lists, not records
@@ -294,6 +298,21 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
             return Sniff(delim, header=[f"col{i}" for i in range(1, width + 1)], step=None,
                          rows_seen=len(rows), headerless=True)
     return None
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+def markdown_shape(path: str) -> Shape:
+    """A Markdown file parsed (`markdown.Markdown`, its runs decided), or not understood; one
+    with no numbers in it (prose) is `markdown` with no runs, for its reader to pass over."""
+    from .markdown import read_markdown
+
+    doc, detail = read_markdown(path)
+    if doc is None:
+        return Shape("unknown", detail)
+    if not doc.runs:
+        return Shape("markdown", f"{detail}; no numbers in records, tables or logs (prose)", doc)
+    runs = "one run" if doc.runs == [None] else f"{len(doc.runs)} alike sections, a run each"
+    return Shape("markdown", f"{detail}: {runs}", doc)
 
 
 # -- text records ---------------------------------------------------------------------------------

@@ -115,18 +115,25 @@ _SPREAD = re.compile(r"(?P<key>[A-Za-z_][\w./\-]*(?: [A-Za-z_][\w./\-]*){0,3}):\
 
 # A bracketed counter opening a record: `[01/20] Train Loss: 1.59, …`, `[Epoch 3/30] loss: …`
 _BRACKET_STEP = re.compile(r"^\s*\[(?:(?P<name>[A-Za-z]+)\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\]\s*")
+# A named counter with its count in brackets: `Epoch [3/30], Train Loss: …` (the PyTorch tutorials'
+# `'Epoch [{}/{}], Step [{}/{}], Loss: {:.4f}'`), read as the field `Epoch: 3/30`
+_NAMED_COUNTER = re.compile(r"(?:^|(?<=[\s,|]))(?P<name>[A-Za-z][A-Za-z_]*)\s*\[(?P<i>\d+)\s*/\s*"
+                            r"(?P<n>\d+)\]")
 
 
 def clean_line(line: str) -> str:
     """A log line without its colours, logger prefix and parenthesised remarks after values; a
     value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field; a
-    bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step."""
+    bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step, and a named
+    one (`Epoch [3/30], …`) the field `Epoch: 3/30`."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     line = _LOG_PREFIX.sub("", line, count=1)
     if line.lstrip().startswith("["):
         line = _BRACKET_STEP.sub(lambda m: f"{(m['name'] or 'step').lower()}: {m['i']}/{m['n']} | ",
                                  line, count=1)
+    if "[" in line:
+        line = _NAMED_COUNTER.sub(r"\g<name>: \g<i>/\g<n>", line)
     if "+/-" in line or "±" in line or "+-" in line:
         line = _SPREAD.sub(lambda m: f"{m['key']}: {m['v']}, {m['key']} std: {m['s']}", line)
     return _REMARK.sub("", line) if "(" in line else line
@@ -360,9 +367,10 @@ def _step_key(records: list[Record]) -> str | None:
     return next(k for k, n in counts.items() if n == best)
 
 
-def sniff_text(path: str) -> Grammar | None:
-    """The grammar of a text log from its head and tail, or None when it is not one."""
-    lines = _sample(path)
+def sniff_text(path: str, lines: list[str] | None = None) -> Grammar | None:
+    """The grammar of a text log from its head and tail (or of `lines`, a log held in another
+    file: a Markdown code block), or None when it is not one."""
+    lines = _sample(path) if lines is None else lines
     if not lines:
         return None
     nonblank = [ln for ln in lines if ln.strip()]
@@ -536,21 +544,23 @@ def _float(text: str) -> float | None:
     return v
 
 
-def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Every record of a text log as history; skipped lines counted in the notes."""
+def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | None = None
+                  ) -> tuple[pd.DataFrame, list[str]]:
+    """Every record of a text log as history (the file's, or `lines` of it: a Markdown code
+    block); skipped lines counted in the notes."""
     name = os.path.basename(path)
-    grammar = grammar or sniff_text(path)
+    grammar = grammar or sniff_text(path, lines)
     if grammar is None:
         return rundiff_core.empty_history(), [f"{name}: not a text log with a step field; skipped"]
     reader = _READERS.get(grammar.framework or "")
     if reader is not None:
-        return reader(path, name, grammar)
+        return reader(path, name, grammar, lines)
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []
     skipped = 0
     total_lines = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with _opened(path, lines) as fh:
         if grammar.long_form:
             for line in fh:
                 total_lines += 1
@@ -648,16 +658,29 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
 
 
 # -- framework readers ----------------------------------------------------------------------------
-def _lines(path: str):  # noqa: ANN202 - yields str; text mode splits at \n, \r\n and \r alike
+def _lines(path: str, given: list[str] | None = None):  # noqa: ANN202 - yields str
+    """The file's lines (text mode splits at \\n, \\r\\n and \\r alike), or the `given` ones."""
+    if given is not None:
+        yield from given
+        return
     with open(path, encoding="utf-8", errors="replace") as fh:
         yield from fh
 
 
-def _read_torchtune_tqdm(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+def _opened(path: str, given: list[str] | None):  # noqa: ANN202 - a context manager of lines
+    """The open file, or the `given` lines as one (`with _opened(...) as fh: for line in fh`)."""
+    import contextlib
+
+    return contextlib.nullcontext(given) if given is not None else open(  # noqa: SIM115
+        path, encoding="utf-8", errors="replace")
+
+
+def _read_torchtune_tqdm(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                         ) -> tuple[pd.DataFrame, list[str]]:
     by_step: dict[int, list[tuple[str, float]]] = {}
     lines = seen = skipped = 0
     renamed: set[str] = set()
-    for line in _lines(path):
+    for line in _lines(path, given):
         lines += 1
         m = _TT_TQDM.match(line)
         rec = parse_line(m.group("desc")) if m else None
@@ -686,10 +709,11 @@ def _read_torchtune_tqdm(path: str, name: str, grammar: Grammar) -> tuple[pd.Dat
     return points_frame(steps, keys, values, None, notes, name)
 
 
-def _read_hf_dicts(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+def _read_hf_dicts(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                   ) -> tuple[pd.DataFrame, list[str]]:
     records: list[dict[str, float]] = []
     lines = skipped = 0
-    for line in _lines(path):
+    for line in _lines(path, given):
         lines += 1
         rec = _dict_record(line)
         if rec is None:
@@ -730,13 +754,14 @@ def _read_hf_dicts(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame
     return points_frame(steps, keys, values, None, notes, name)
 
 
-def _read_fairseq(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+def _read_fairseq(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                  ) -> tuple[pd.DataFrame, list[str]]:
     steps, keys, values = [], [], []
     lines = skipped = stepless = 0
     kinds: Counter[str] = Counter()
     last: float | None = None
     pending: list[tuple[str, dict[str, float]]] = []
-    for line in _lines(path):
+    for line in _lines(path, given):
         lines += 1
         text = line.rstrip("\n")
         row = _fairseq_json_row(text)
@@ -778,14 +803,15 @@ def _read_fairseq(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame,
     return points_frame(steps, keys, values, None, notes, name)
 
 
-def _read_counted(path: str, name: str, grammar: Grammar) -> tuple[pd.DataFrame, list[str]]:
+def _read_counted(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                  ) -> tuple[pd.DataFrame, list[str]]:
     """Records with no step: the n-th record of a key set is point n (1-based) of its keys."""
     seen: Counter[tuple[str, ...]] = Counter()
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []
     total_lines = skipped = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with _opened(path, given) as fh:
         for line in fh:
             total_lines += 1
             rec = parse_line(line) if line.strip() else None

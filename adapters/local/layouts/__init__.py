@@ -77,6 +77,11 @@ BUILTIN = (
                "JSON objects of per-epoch lists (`{\"loss\": [...], \"val_loss\": [...]}`, Keras "
                "`history.history`, any other keys beside them), found by the `files` sniff",
                priority=84, one_run="each file", signature=("*.json",)),
+    LayoutSpec("markdown", f"{_PKG}.markdown",
+               "Markdown results (`.md`): pipe tables, code blocks holding logs, `key: value` "
+               "lines, by heading; found by the `files` sniff",
+               priority=86, one_run="the file, or each of its alike sections "
+               "(`local:FILE.md#HEADING`)", signature=("*.md", "*.markdown")),
     LayoutSpec("sqlite-store", f"{_PKG}.sqlite_store",
                "a SQLite file recognised by its schema (header + `sqlite_master`, not its name): an "
                "Optuna study store, or a table of key/step/value rows (with a run id column or "

@@ -36,9 +36,10 @@ NOT_LOG_EXTS = {".py", ".pyc", ".ipynb", ".sh", ".bat", ".ps1", ".c", ".cpp", ".
                 ".exe", ".mp4", ".avi", ".mov", ".mkv", ".wav", ".mp3", ".flac", ".parquet",
                 ".arrow", ".feather", ".db", ".sqlite", ".sqlite3", ".wandb", ".eval", ".yaml",
                 ".yml", ".toml", ".ini", ".cfg", ".lock", ".ds_store", ".pdparams", ".caffemodel",
-                ".xml", ".tex", ".bib", ".docx", ".xlsx", ".pptx", ".md", ".rst"}
+                ".xml", ".tex", ".bib", ".docx", ".xlsx", ".pptx", ".rst"}
 NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc.yaml", ".gitignore",
-            "cout.txt", "model_summary.txt", "summary.txt"}
+            "cout.txt", "model_summary.txt", "summary.txt", "changelog.md", "contributing.md",
+            "code_of_conduct.md", "security.md"}
 
 
 def is_result_file(name: str) -> bool:
@@ -71,6 +72,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     texts: list[LayoutRun] = []
     columns: list[LayoutRun] = []
     docs: list[LayoutRun] = []  # documents, one per run (or a section each)
+    marked: list[LayoutRun] = []  # Markdown files: one run each, or one per alike section
     lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
     found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
     named_tables: list[tuple[str, Sniff]] = []  # tables named as results (`metrics.csv`)
@@ -92,6 +94,10 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         if shape.kind in ("table", "records"):
             table.files.append(path)
             table.sniffs[path] = shape.found
+        elif shape.kind == "markdown":
+            marked += markdown_runs(path, shape)
+            if not shape.found.runs and unread is not None and len(files) == 1:
+                unread[path] = shape.detail  # prose: passed over in a folder, said when named
         elif shape.kind == "columns":
             columns.append(LayoutRun(path, "column-lists", [path], shape.detail, {path: shape.found}))
         elif shape.kind == "text":
@@ -177,7 +183,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
         specs.append(table)
-    return specs + launched + apart + columns + texts + docs
+    return specs + launched + apart + columns + texts + docs + marked
 
 
 def _swept_tables(table: LayoutRun) -> list[str]:
@@ -200,6 +206,20 @@ def _swept_tables(table: LayoutRun) -> list[str]:
         if (pd.Series(cols.values[0]).diff().dropna() > 0).all():
             out.append(path)
     return out
+
+
+def markdown_runs(path: str, shape: Any) -> list[LayoutRun]:
+    """The runs of a Markdown file (`adapters/local/markdown.py` decides): the file, or each of
+    its alike sections `FILE#HEADING`; none for prose."""
+    from ..markdown import MarkdownRun
+
+    doc, name = shape.found, os.path.basename(path)
+    if doc.runs == [None]:
+        return [LayoutRun(path, "markdown", [path], f"{name}: {shape.detail}",
+                          {path: MarkdownRun(doc, None)})]
+    return [LayoutRun(f"{path}#{t}", "markdown", [path], f"{name}: section {t!r} of "
+                      f"{len(doc.runs)} alike: a run each", {path: MarkdownRun(doc, t)})
+            for t in doc.runs]
 
 
 class Document(rundiff_core.PlainRecord):
