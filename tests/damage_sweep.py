@@ -51,6 +51,7 @@ DAMAGES = ("cut", "flip8", "zero512", "insert200", "dup4k", "badnum", "halfline"
 SMALL = ("flip8", "zero512", "badnum", "halfline")  # small local damage: ≥ 90% kept (≥ 99% with a copy)
 SHIFTED = ("insert200", "dup4k")  # intact bytes shifted: ≥ 90% kept in W&B and TensorBoard logs
 TEXT_ONLY = ("badnum", "halfline")
+MIN_POINTS = 100  # the share floors hold on runs this big: below it one lost row is > 10%
 
 
 @dataclass(frozen=True)
@@ -406,7 +407,7 @@ def failures(case: Case, src: Source) -> list[str]:
         out.append("error of more than one line")
     if case.changed and not case.noted:
         out.append("a number changed without a note")
-    need = floor(src, case.damage)
+    need = floor(src, case.damage) if case.points_clean >= MIN_POINTS else None
     if need is not None and case.kept < need:
         out.append(f"kept {case.kept:.1%} < {need:.0%}")
     return out
