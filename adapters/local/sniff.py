@@ -97,9 +97,18 @@ def read_head(path: str, n: int = SNIFF_BYTES) -> bytes:
         return b""
 
 
+_ZEROED = re.compile(rb"\x00{16,}")  # a zeroed stretch: a disk block or a tail lost in a crash
+
+
 def looks_binary(head: bytes) -> bool:
-    """More than 1% NUL bytes: a binary file (a stray NUL — a zeroed tail after a crash — is not)."""
-    return head.count(0) > len(head) // 100 + 1
+    """More than 1% NUL bytes outside zeroed stretches: a binary file. A text file with a stray
+    NUL, a zeroed tail after a crash or a zeroed block (a lost disk sector: a run of NULs with
+    text either side) is text with damage in it, not binary; a head that is mostly zeroed is."""
+    nuls = head.count(0)
+    if nuls <= len(head) // 100 + 1:
+        return False
+    rest = _ZEROED.sub(b"", head)
+    return len(rest) < len(head) // 2 or rest.count(0) > len(rest) // 100 + 1
 
 
 def may_be_text_log(head: bytes) -> bool:
@@ -116,6 +125,9 @@ def may_be_text_log(head: bytes) -> bool:
     return sum(1 for ln in lines if ln.strip()) >= 2
 
 
+_ZEROED_TEXT = re.compile("\x00{16,}")
+
+
 def _lines(head: bytes, complete: bool) -> list[str] | None:
     if looks_binary(head):
         return None
@@ -126,9 +138,12 @@ def _lines(head: bytes, complete: bool) -> list[str] | None:
             text = head[: exc.start].decode("utf-8-sig")
         else:  # a damaged byte or two in a text file: those cells are read as unreadable
             text = head.decode("utf-8-sig", errors="replace")
-            if text.count("\ufffd") > max(2, len(head) // 1000):
-                return None  # not UTF-8 text: another encoding, or binary
-    lines = text.split("\n")
+            n_lines = text.count("\n") + 1
+            damaged = sum(1 for ln in text.split("\n") if "\ufffd" in ln)
+            if text.count("\ufffd") > max(2, len(head) // 1000) and damaged > max(2, n_lines // 20):
+                return None  # not UTF-8 on many lines: another encoding, or binary (bytes that
+                # are not UTF-8 on a line or two, in a UTF-8 file, are damage in those lines)
+    lines = _ZEROED_TEXT.sub("\n", text).split("\n")  # a zeroed stretch ends the line it cut
     if not complete:
         lines = lines[:-1]  # the last line may be cut by the sniff window
     return [ln.rstrip("\r") for ln in lines]

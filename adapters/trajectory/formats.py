@@ -124,19 +124,52 @@ def detect_format(path: str) -> str:
 
 def _load_json(path: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = fh.read()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text (byte {exc.start})", hint=FORMAT_HINT) from exc
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not raw.strip():
+    if not data.strip():
         raise InputError(f"{path} is empty", hint=FORMAT_HINT)
     try:
-        return json.loads(raw)
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _damaged_json(path, data, exc.start, "a byte that is not UTF-8") from exc
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-                         hint=FORMAT_HINT + "; a truncated .json cannot be recovered — re-export it") from exc
+        raise _damaged_json(path, data, exc.pos) from exc
+
+
+_INSPECT_HEAD = re.compile(r'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+
+
+def _damaged_json(path: str, data: bytes, at: int, what: str = "") -> InputError:
+    """One line in the user's words for a JSON file that does not parse: what the file is (an
+    Inspect log names itself by its first keys), what was found where (cut short, zeroed bytes,
+    a byte that is not UTF-8, or damage at a line) — never the parser's own message — and a hint
+    that fits: a .json document is read whole or not at all, so the way out is another copy."""
+    text = data.decode("utf-8", "replace")
+    inspect = bool(_INSPECT_HEAD.match(text[:256]))
+    kind = "Inspect log" if inspect else "trajectory file"
+    nul = data.find(b"\x00")
+    if what:
+        found = f"{what} at byte {at:,}"
+    elif nul >= 0 and nul <= at + 1:
+        found = f"zeroed bytes from byte {nul:,}"
+    elif text.lstrip("\ufeff \t\r\n")[:1] not in ("{", "["):
+        found = "it does not open with { or ["
+    elif at >= len(text.rstrip()) - 64:  # a string or number the end cut into fails a little before
+        found = "cut short: it ends before its JSON closes"
+    else:
+        line = text.count("\n", 0, at) + 1
+        found = f"damaged at line {line:,} (byte {at:,})"
+    size = f"{len(data):,} bytes"
+    if inspect:
+        hint = ("an Inspect .json log is one JSON document, read whole or not at all: read the same "
+                "log's .eval file if Inspect wrote one (each sample its own member, damage costs "
+                "only the samples it touches), or restore this file; a log still being written "
+                "ends early — read it when the eval has finished")
+    else:
+        hint = FORMAT_HINT + "; a damaged .json is read whole or not at all — re-export it"
+    return InputError(f"{kind} {path} is not valid JSON ({size}): {found}", hint=hint)
 
 
 def _drain(items: list[Any]) -> Iterator[tuple[int, Any]]:

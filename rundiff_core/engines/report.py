@@ -77,6 +77,9 @@ class ExperimentReport:
     notes: list[str] = field(default_factory=list)  # how runs were grouped; unknown directions
     arms: list[dict[str, Any]] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)  # metric → the step its column is read at
+    #: every note each run carries ({run: notes}), written when listed and while read: the
+    #: page shows the runs whose numbers rest on a file read with damage
+    run_notes: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)
@@ -170,7 +173,7 @@ def build_report(runs: list[Run], *, metrics: list[str] | None = None,
         best=best, rows=rows, proxy_metrics=proxy, downstream_metrics=downstream,
         findings=findings, recommendations=recs, anomalies=ranking.anomalies,
         headline_rule=ranking.headline_rule, skipped=ranking.skipped, notes=notes,
-        arms=ranking.arms, steps=steps,
+        arms=ranking.arms, steps=steps, run_notes=dict(ranking.notes),
     )
 
 

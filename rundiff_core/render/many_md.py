@@ -259,6 +259,7 @@ def render_report(rep, precision: int = 4) -> str:  # noqa: ANN001 - ExperimentR
     for f in rep.recommendations:
         out.append(f"- {f.text} — because {'; '.join(f.evidence)}")
     out += arm_lines(getattr(rep, "arms", []))
+    out += damage_lines(getattr(rep, "run_notes", {}))
     return "\n".join(out) + "\n"
 
 

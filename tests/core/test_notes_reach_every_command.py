@@ -65,3 +65,26 @@ def test_watch_and_the_api_carry_the_note_too(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert any(line.startswith("  read with damage: ") and said in line for line in out.splitlines())
     assert any(said in w for w in rundiff.diff(str(a), str(b)).to_dict()["warnings"])
+
+
+def test_report_shows_each_run_read_with_damage_md_json_and_html(tmp_path, capsys):
+    """`report` carries every run's notes (JSON) and names the runs read with damage on its
+    page, Markdown and HTML alike, with the note that says what was skipped."""
+    import html
+
+    _a, _b, _rows = _pair(tmp_path)
+    said = "1 malformed row(s) skipped"
+    rep = _json(capsys, "report", str(tmp_path / "runs"))
+    damaged = next(k for k in rep["run_notes"] if k.endswith("b"))
+    assert any(said in n for n in rep["run_notes"][damaged])
+    assert not any(said in n for k, ns in rep["run_notes"].items() if k != damaged for n in ns)
+    assert main(["report", str(tmp_path / "runs")]) in (0, 1)
+    text = capsys.readouterr().out
+    assert "## Read with damage (1 run(s))" in text and said in text
+    page = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "runs"), "-o", str(page)]) in (0, 1)
+    capsys.readouterr()
+    body = page.read_text()
+    assert "Read with damage (1 run(s))" in body
+    line = next(ln for ln in body.splitlines() if html.escape(said) in ln)
+    assert damaged in html.unescape(line) and line.lstrip().startswith("<li>")

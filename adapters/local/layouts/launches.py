@@ -92,15 +92,34 @@ def json_lines(path: str, report: JsonLines) -> Iterator[tuple[int, dict[str, An
 
 
 def first_json_object(head: bytes) -> dict[str, Any] | None:
-    """The first line of a file's head as a JSON object, when that line is complete in `head`."""
-    line = head.split(b"\n", 1)[0].strip()
-    if not line.startswith(b"{"):
-        return None
+    """The first line of a file's head as a JSON object, when that line is complete in `head`.
+    Lines that damage made unreadable before it (a zeroed block, bytes that are not UTF-8, a
+    line opening `{` that does not parse) are passed over, at most 8: a damaged first line costs
+    that line, not the file's kind. A readable line that is no JSON object ends the look."""
+    lines = head.split(b"\n")[:-1] or [head]
+    for line in lines[:8]:
+        line = line.strip()
+        if not line:
+            continue
+        damaged = b"\x00" in line or not _utf8(line)
+        if not line.startswith(b"{"):
+            if damaged:
+                continue
+            return None
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            continue
+        return obj if isinstance(obj, dict) else None
+    return None
+
+
+def _utf8(line: bytes) -> bool:
     try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        return None
-    return obj if isinstance(obj, dict) else None
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def is_number(v: Any) -> bool:

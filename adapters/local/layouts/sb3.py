@@ -89,6 +89,7 @@ class Table:
     numbers, columns with no number at all."""
 
     def __init__(self, names: list[str]) -> None:
+        self.header = list(names)  # the header line's names, in order
         self.names = names
         self.values: list[np.ndarray] = []
         self.valid: list[np.ndarray] = []
@@ -122,12 +123,13 @@ def _number(cell: str) -> float | None:
         return _NUMBERS.get(text.lower())
 
 
-def read_csv(path: str) -> Table | None:
+def read_csv(path: str, columns: list[str] | None = None) -> Table | None:
     """A comma-separated log with a header line (after `#` comment lines), every row that has as
     many cells as the header; None when the file has no header line. Never drops the file for a
     bad line or cell: each is skipped and counted, with its line number, in `Table.notes`. A last
     line without its line end is a line still being written (a live run's normal state): skipped
-    and said so."""
+    and said so. `columns`, for a file whose header line damage made unreadable: every line after
+    the comments is a row of these columns (the damaged header then a bad line among them)."""
     name = os.path.basename(path)
     try:
         with open(path, "rb") as fh:
@@ -144,8 +146,11 @@ def read_csv(path: str) -> Table | None:
         first += 1
     if first >= len(lines):
         return None
-    header = [h.strip() for h in _cells(lines[first].rstrip("\r"))]
-    if not partial.strip():
+    if columns is not None:
+        header, first = list(columns), first - 1
+    else:
+        header = [h.strip() for h in _cells(lines[first].rstrip("\r"))]
+    if not partial.strip() and columns is None:
         fast = _read_fast(data, first, header)
         if fast is not None:
             return fast
@@ -299,22 +304,36 @@ def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     ends, keys, rewards, lengths, r_ok, l_ok, t_ok = [], [], [], [], [], [], []
     files = 0
+    tables = {p: read_csv(p) for p in paths}
+    known = next((t.header for t in tables.values()
+                  if t is not None and all(t.column(c) is not None for c in ("r", "l", "t"))), None)
+    starts = {p: _t_start(p) for p in paths}
+    good_starts = [t for t, why in starts.values() if why is None]
     for p in paths:
         name = os.path.basename(p)
-        head = read_head(p, 4096).split(b"\n", 1)[0]
-        t_start = 0.0
-        try:
-            t_start = float(json.loads(head[1:]).get("t_start", 0.0)) if head.startswith(b"#") else 0.0
-        except (ValueError, AttributeError, TypeError):
-            notes.append(f"{name}: comment line is not JSON; times relative")
-        if not math.isfinite(t_start):
-            notes.append(f"{name}: t_start is not a finite number; times relative")
-            t_start = 0.0
-        table = read_csv(p)
+        t_start, why = starts[p]
+        if why is not None and good_starts:
+            # the run's other files started within moments of this one (one process, one clock):
+            # their earliest start puts this file's episodes in the run's time order
+            t_start = min(good_starts)
+            notes.append(f"{name}: comment line {why}; its start taken as the run's other Monitor "
+                         "files' earliest t_start")
+        elif why is not None:
+            notes.append(f"{name}: comment line {why}; times relative")
+        table = tables[p]
         if table is None:
             notes.append(f"{name}: no header line; not a Monitor CSV; skipped")
             continue
         cols = {c: table.column(c) for c in ("r", "l", "t")}
+        if any(v is None for v in cols.values()) and known and _damaged(table.header):
+            # the header line is damaged (bytes zeroed or garbled); every Monitor file of a run
+            # is written by the same wrapper, so its rows have the columns of its siblings
+            table = read_csv(p, columns=known)
+            assert table is not None
+            table.notes.insert(0, f"{name}: header line unreadable (damaged); its rows read with "
+                                  f"the columns of the run's other Monitor files ({','.join(known)}), "
+                                  "the damaged line skipped")
+            cols = {c: table.column(c) for c in ("r", "l", "t")}
         if any(v is None for v in cols.values()):
             notes.append(f"{name}: lacks r,l,t columns; skipped")
             continue
@@ -375,6 +394,24 @@ def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"{n_l - n_r} episode(s) whose reward r is not a number: their reward point "
                      "skipped, their length kept")
     return frame, notes
+
+
+def _t_start(path: str) -> tuple[float, str | None]:
+    """A Monitor file's `t_start` from its `#{...}` comment line, or (0, what is wrong with it)."""
+    head = read_head(path, 4096).split(b"\n", 1)[0]
+    if not head.startswith(b"#"):
+        return 0.0, "missing or damaged"
+    try:
+        t = float(json.loads(head[1:]).get("t_start", 0.0))
+    except (ValueError, AttributeError, TypeError):
+        return 0.0, "is not JSON"
+    return (t, None) if math.isfinite(t) else (0.0, "has a t_start that is not a finite number")
+
+
+def _damaged(header: list[str]) -> bool:
+    """A header line damage made unreadable: NUL bytes, bytes that are not UTF-8, or no name at all."""
+    text = "".join(header)
+    return not text.strip() or "\x00" in text or "\ufffd" in text
 
 
 def _cell_kinds(values: np.ndarray, valid: np.ndarray) -> str:
