@@ -68,7 +68,12 @@ def run_place(run: Any) -> tuple[str, ...] | None:
 
 
 def _name_parts(name: str) -> tuple[str, ...]:
-    return tuple(p for p in re.split(r"[\\/]+", name.strip()) if p and p != ".")
+    """A name's path parts as `place` splits an address: a `#fragment` stays on its file."""
+    path, hash_, fragment = name.strip().partition("#")
+    parts = tuple(p for p in re.split(r"[\\/]+", path) if p and p != ".")
+    if hash_ and parts:
+        parts = (*parts[:-1], f"{parts[-1]}#{fragment}")
+    return parts
 
 
 def named_by_path(run: Run) -> bool:
@@ -148,17 +153,26 @@ def run_names(runs: Sequence[Run]) -> list[str]:
 
 
 def _told_apart(runs: Sequence[Run], names: list[str]) -> list[str]:
-    """Names shared by different runs, each with the short id that tells them apart
+    """Names shared by different runs, each with what tells them apart: the last part of its
+    place when those differ (`openai/gpt-4o [log_formats.eval]`), else its id's start
     (`amusing-smelt-908 [24d6bfc3]`)."""
-    by_name: dict[str, set[str]] = {}
-    for r, n in zip(runs, names, strict=True):
-        by_name.setdefault(n, set()).add(r.address)
-    out = []
-    for r, n in zip(runs, names, strict=True):
-        if len(by_name[n]) > 1:
-            tag = (r.run_id or r.address)[-8:]
-            n = f"{fit(n, NAME_MAX - len(tag) - 3)} [{tag}]"
-        out.append(n)
+    by_name: dict[str, list[int]] = {}
+    for i, (r, n) in enumerate(zip(runs, names, strict=True)):
+        if r.address not in {runs[j].address for j in by_name.get(n, [])}:
+            by_name.setdefault(n, []).append(i)
+    out = list(names)
+    for n, idx in by_name.items():
+        if len(idx) < 2:
+            continue
+        lasts = [(run_place(runs[i]) or ("",))[-1] for i in idx]
+        tags = lasts if len(set(lasts)) == len(lasts) and all(lasts) else \
+            [str(runs[i].run_id or runs[i].address)[:8] for i in idx]
+        for i, tag in zip(idx, tags, strict=True):
+            tag = fit(tag, 20)
+            out[i] = f"{fit(n, NAME_MAX - len(tag) - 3)} [{tag}]"
+    for i, r in enumerate(runs):  # the same run met twice keeps one name
+        first = next(j for j in range(len(runs)) if runs[j].address == r.address)
+        out[i] = out[first]
     return out
 
 
