@@ -346,7 +346,9 @@ def _document_meta(spec: LayoutRun) -> Meta:
             data = data.get(doc.section)
         if not isinstance(data, dict):
             continue
-        config, summary, metadata, notes = document_parts(data)
+        own = doc.section if doc.section is not None else \
+            os.path.splitext(os.path.basename(spec.files[0]))[0]
+        config, summary, metadata, notes = document_parts(data, own)
         where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
         if i:  # a companion: its numbers are the run's results, whatever their names
             summary.update({k: v for k, v in config.items() if isinstance(v, int | float)
