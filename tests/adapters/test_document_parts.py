@@ -5,11 +5,14 @@ files other people wrote (the wild corpus, tests/fixtures/realworld, ../shared/r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from rundiff_adapters.local.documents import document_parts, printed_table
+from rundiff_adapters.local.layouts.files import is_metadata_file
 
+from rundiff_core.cli import main
 from rundiff_core.resolve import load_runs
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -91,3 +94,42 @@ def test_a_run_name_equal_to_its_file_stem_is_no_setting():
               if r.address.endswith("beauty_concat_wt1_wi1_wm0.2.json")]
     assert "run_name" not in run.flat_config and "run_name" in run.meta
     assert run.flat_config["w_meta"] == 0.2
+
+
+# -- documents beside documents -------------------------------------------------------------------
+MMR = WILD / "mayankchoudhary76-mmr-agentic-cove-logs" / "tree" / "logs"
+
+
+def test_results_beside_run_documents_join_their_companion_or_are_runs_of_their_own(capsys):
+    """`X_eval.json` (final numbers) joins its `X_report.json` (settings and the same numbers);
+    `text_emb_eval.json`, measuring what the runs beside it measure, is a run with no settings;
+    an encoder's sizes and a data statistic are no run; `metrics.csv`, whose columns are the run
+    documents' keys, is their index."""
+    runs = {os.path.basename(r.address): r for r in load_runs(f"local:{MMR}")}
+    assert len(runs) == 11
+    assert runs["beauty_text_emb_eval.json"].flat_config == {}
+    assert runs["beauty_text_emb_eval.json"].summary["hit@10"] == pytest.approx(0.49491869918)
+    report = runs["beauty_fusion_concat_with_meta_report.json"]
+    assert report.flat_config["fusion"] == "concat+meta"
+    assert not any("eval.json" in a or "meta_" in a or a.endswith("logs") for a in runs)
+    assert main(["ls", str(MMR), "--no-points"]) == 0
+    out = capsys.readouterr().out
+    assert "metrics.csv: a table of the runs beside it" in out
+    assert "beauty_meta_encoder.json: JSON object of final numbers" in out
+
+
+@pytest.mark.parametrize("name, metadata", [
+    ("metadata.json", True), ("wandb-metadata.json", True), ("metadata_final.json", True),
+    ("run_meta.json", True), ("beauty_meta_encoder.json", False),
+    ("beauty_fusion_concat_with_meta_report.json", False), ("metadata.csv", False),
+])
+def test_a_metadata_file_is_named_so_at_either_end_of_its_name(name, metadata):
+    assert is_metadata_file(name) is metadata
+
+
+def test_metadata_files_of_real_runs_still_go_to_metadata():
+    tree = WILD / "andyzhao2023-assignment1-basics-logs" / "tree" / "logs"
+    assert {p.name for p in tree.glob("metadata*.json")} == {"metadata.json", "metadata_final.json"}
+    assert all(is_metadata_file(p.name) for p in tree.glob("metadata*.json"))
+    wandb = sorted(REAL.glob("wandb-meta/*/wandb/*/files/wandb-metadata.json"))
+    assert len(wandb) >= 2 and all(is_metadata_file(p.name) for p in wandb)

@@ -5,6 +5,7 @@ each text log (`key:value` fields with a step) as a run of its own (layout `text
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
@@ -24,7 +25,8 @@ from ..sniff import (
 )
 from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 
-RESULT_PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
+RESULT_PATTERNS = ("*results*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
+METADATA_WORDS = ("meta", "metadata")
 #: Extensions that are never a log (code, images, weights, archives, media, other readers'
 #: stores, config files read by name): every other file is sniffed by its content, under any
 #: name (`log.json.lst`, `train.out.1`, `metrics`).
@@ -42,7 +44,20 @@ NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc
 
 
 def is_result_file(name: str) -> bool:
-    return name_matches(name.lower(), RESULT_PATTERNS)
+    return name_matches(name.lower(), RESULT_PATTERNS) or is_metadata_file(name)
+
+
+def is_metadata_file(name: str) -> bool:
+    """A JSON file named as a run's metadata: `meta`/`metadata` begins or ends its name
+    (`metadata.json`, `wandb-metadata.json`, `metadata_final.json`, `run_meta.json`). Inside a
+    name the word qualifies something else (`beauty_meta_encoder.json`,
+    `fusion_concat_with_meta_report.json`: a model's metadata features), and its content says
+    what the file is."""
+    low = name.lower()
+    if not low.endswith(".json"):
+        return False
+    words = [w for w in re.split(r"[^a-z0-9]+", low[:-5]) if w]
+    return bool(words) and (words[0] in METADATA_WORDS or words[-1] in METADATA_WORDS)
 
 
 _SETTINGS = ("param", "config", "conf", "arg", "hparam", "hyper", "setting", "option", "cfg")
@@ -73,6 +88,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     docs: list[LayoutRun] = []  # documents, one per run (or a section each)
     lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
     found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
+    docs_data: dict[str, Any] = {}  # each document's content, by path
     named_tables: list[tuple[str, Sniff]] = []  # tables named as results (`metrics.csv`)
     for name in files:
         low = name.lower()
@@ -101,9 +117,11 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                                   f"{len(sections)} alike: a run each", {path: Document(k)})
                         for k in sections)
         elif shape.kind == "document" and _results_like(shape.found, low):
+            docs_data[path] = shape.found
             table.files.append(path)  # final numbers (`metrics_val_best_weights.json`): summary
             found_numbers.append(path)
         elif shape.kind == "document" and _holds_settings(shape.found):
+            docs_data[path] = shape.found
             docs.append(LayoutRun(path, "files", [path], f"{name}: a document of settings and "
                                   "results", {path: Document(None)}))
             lone[path] = shape.detail
@@ -125,6 +143,16 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                 unread[d.files[0]] = (lone.get(d.files[0]) or "JSON object of sections") + \
                     ": a document beside the run's logs, not read"
         docs = []
+    if docs and not history_here and found_numbers:
+        for path in _results_of_documents(docs, found_numbers, docs_data):
+            table.files.remove(path)
+            found_numbers.remove(path)
+        for path in _index_tables(table, docs_data):
+            table.files.remove(path)
+            table.sniffs.pop(path, None)
+            if unread is not None:
+                unread[path] = "a table of the runs beside it (its columns are their documents' " \
+                               "keys): their index, not a run"
     docs = _companions(docs, lone)
     single = [d for d in docs if d.path in lone]
     if len(single) == 1 and len(docs) == 1:  # one document of settings alone: a config dump
@@ -207,6 +235,48 @@ def _holds_settings(data: Any) -> bool:
     return has_text and has_number
 
 
+
+
+def _leaf_names(data: Any) -> set[str]:
+    return {k.rsplit(".", 1)[-1].lower() for k in flatten(data, sep=".")} \
+        if isinstance(data, dict) else set()
+
+
+def _results_of_documents(docs: list[LayoutRun], numbers: list[str], data: dict[str, Any]
+                          ) -> list[str]:
+    """Documents of final numbers beside documents that are runs (each its settings and
+    results): one named as a run document's companion (`X_eval.json` by `X_report.json`) joins
+    it; one that measures what those runs measure (every key of it among theirs:
+    `text_emb_eval.json`'s `hit@10`, `ndcg@10`) is one more run, with no settings. Others (a
+    data statistic, an encoder's sizes) stay the folder's. Returns the documents taken."""
+    theirs = set().union(*(_leaf_names(data.get(d.path)) for d in docs))
+    bases = {_companion_key(d.path) for d in docs}
+    taken = []
+    for path in numbers:
+        mine = _leaf_names(data.get(path))
+        if _companion_key(path) in bases or (mine and mine <= theirs):
+            docs.append(LayoutRun(path, "files", [path], f"{os.path.basename(path)}: final "
+                                  "numbers beside the run documents", {path: Document(None)}))
+            taken.append(path)
+    return taken
+
+
+def _index_tables(table: LayoutRun, data: dict[str, Any]) -> list[str]:
+    """Tables with no step whose columns are the keys of the run documents beside them (a
+    `metrics.csv` appended with each run's `run_name`, settings and scores): an index of those
+    runs, restating them — not a run, nor a history of one."""
+    docs = [d for p, d in data.items() if p not in table.files]
+    keys = set().union(*(_leaf_names(d) for d in docs)) if docs else set()
+    out = []
+    for path in table.files:
+        sniff = table.sniffs.get(path)
+        if sniff is None and not path.lower().endswith(".json"):
+            sniff = sniff_table(path)
+        if not isinstance(sniff, Sniff) or sniff.step or not sniff.header:
+            continue
+        if sum(h.lower() in keys for h in sniff.header) >= 0.8 * len(sniff.header):
+            out.append(path)
+    return out
 
 
 def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
@@ -306,26 +376,29 @@ COMPANION_WORDS = ("metrics", "results", "result", "scores", "eval", "evaluation
                    "report", "stats")
 
 
+def _companion_key(path: str) -> str:
+    """The run a document is a part of, by its name: `X_metrics.json` → `X`, `X.json` → `X`."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    base, _, word = stem.rpartition("_")
+    return os.path.join(os.path.dirname(path), base if base and word.lower() in COMPANION_WORDS
+                        else stem)
+
+
 def _companions(docs: list[LayoutRun], lone: dict[str, str]) -> list[LayoutRun]:
     """Documents named as one run's parts (`X.json` and `X_metrics.json`, or `X_eval.json` and
     `X_report.json`) are one run: the first holds its settings, the others are its companions,
     their numbers its summary."""
     groups: dict[str, list[LayoutRun]] = {}
     for d in docs:
-        if "#" in d.path:
-            groups.setdefault(d.path, []).append(d)
-            continue
-        stem = os.path.splitext(os.path.basename(d.path))[0]
-        base, _, word = stem.rpartition("_")
-        key = os.path.join(os.path.dirname(d.path), base if base and word.lower() in
-                           COMPANION_WORDS else stem)
-        groups.setdefault(key, []).append(d)
+        groups.setdefault(d.path if "#" in d.path else _companion_key(d.path), []).append(d)
     out = []
     for key, members in groups.items():
         if len(members) == 1:
             out.append(members[0])
             continue
-        members.sort(key=lambda d: (os.path.splitext(d.path)[0] != key, d.path))  # X.json first
+        # X.json first, then the one that holds settings (`X_report.json` before `X_eval.json`)
+        members.sort(key=lambda d: (os.path.splitext(d.path)[0] != key, d.path not in lone,
+                                    d.path))
         owner, *rest = members
         for d in rest:
             owner.files.append(d.path)
@@ -419,7 +492,7 @@ def meta(spec: LayoutRun) -> Meta:
             out.notes.append(f"{base} (CSV) → history")
             continue
         data = read_json(path, out.notes)
-        if "meta" in base.lower() and isinstance(data, dict):
+        if is_metadata_file(base) and isinstance(data, dict):
             config, metadata = rundiff_core.split_metadata(data)
             out.config.update(config)
             out.meta.update(metadata)
