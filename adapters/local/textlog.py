@@ -163,6 +163,7 @@ def _parse_fields(line: str) -> Record | None:
         rec.forms.add("unnamed counters")
     for segment in segments:
         words: list[str] = []
+        after_value = False  # a value of this segment came before the words being gathered
         for tok in segment.split():
             joined = _JOINED.match(tok)
             if joined and (v := parse_value(joined.group("val"))) is not None:
@@ -171,11 +172,14 @@ def _parse_fields(line: str) -> Record | None:
                 words = []
                 _add(rec, joined.group("key"), v, "key:value" if joined.group("sep") == ":" else
                      "key=value")
+                after_value = True
                 continue
             bare = tok.rstrip(":=")
             v = parse_value(bare) if words else None
             if v is not None:
                 key_words = [w for w in words if not _PUNCT.match(w)]
+                if len(key_words) > 1 and key_words[0] in _TIME_UNITS and pairs and after_value:
+                    _unit_after(rec, key_words.pop(0))  # `time: 1.5 m   valid_acc: 0.84`
                 if not key_words:
                     return None
                 last = key_words[-1]
@@ -186,11 +190,24 @@ def _parse_fields(line: str) -> Record | None:
                     return None
                 _add(rec, key, v, form)
                 words = []
+                after_value = True
                 continue
             words.append(tok)
         if any(not _PUNCT.match(w) for w in words):
             return None
     return rec if pairs else None
+
+
+#: A unit word printed after a value (`time: 1.5 m`), not the first word of the next key
+_TIME_UNITS = {"m", "min", "mins", "s", "sec", "secs", "ms", "h", "hrs"}
+
+
+def _unit_after(rec: Record, unit: str) -> None:
+    key, value = rec.pairs[-1]
+    if key in rec.totals or any(key.endswith(f"_{_unit_suffix(u)}") for u in rec.units):
+        return
+    rec.pairs[-1] = (f"{key}_{_unit_suffix(unit)}", value)
+    rec.units.add(unit)
 
 
 def _add(rec: Record, key: str, v: tuple[float, str, int | None], form: str) -> None:

@@ -86,6 +86,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     texts: list[LayoutRun] = []
     columns: list[LayoutRun] = []
     docs: list[LayoutRun] = []  # documents, one per run (or a section each)
+    reports: list[LayoutRun] = []  # sections of a text report, a run each
     lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
     found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
     docs_data: dict[str, Any] = {}  # each document's content, by path
@@ -110,6 +111,11 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
             table.sniffs[path] = shape.found
         elif shape.kind == "columns":
             columns.append(LayoutRun(path, "column-lists", [path], shape.detail, {path: shape.found}))
+        elif shape.kind == "text" and shape.found.step is None and (
+                sections := _text_sections(path)):
+            reports.extend(LayoutRun(f"{path}#{s.name}", "files", [path], f"{name}: section "
+                                     f"{s.name!r} of {len(sections)} alike under their titles: "
+                                     "a run each", {path: s}) for s in sections)
         elif shape.kind == "text":
             texts.append(LayoutRun(path, "text", [path], shape.detail, {path: shape.found}))
         elif shape.kind == "document" and (sections := _sections(shape.found)):
@@ -191,7 +197,13 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
         specs.append(table)
-    return specs + launched + columns + texts + docs
+    return specs + launched + columns + texts + docs + reports
+
+
+def _text_sections(path: str) -> list[Any] | None:
+    from ..text_sections import text_sections
+
+    return text_sections(path)
 
 
 class Document(rundiff_core.PlainRecord):
@@ -440,6 +452,13 @@ def _document_meta(spec: LayoutRun) -> Meta:
 def meta(spec: LayoutRun) -> Meta:
     if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
         return _document_meta(spec)
+    if spec.files and _is_section(section := spec.sniffs.get(spec.files[0])):
+        out = Meta()
+        out.config, out.summary = dict(section.config), dict(section.summary)
+        out.notes.append(f"{os.path.basename(spec.files[0])} section {section.name!r} (a text "
+                         f"report's section under its title) → {len(out.config)} setting(s) to "
+                         f"config, {len(out.summary)} measured number(s) to summary; no history")
+        return out
     out = Meta()
     out.config, out.notes = read_config_files(_folder(spec))
     if "rows" in spec.sniffs:
@@ -511,9 +530,14 @@ def meta(spec: LayoutRun) -> Meta:
     return out
 
 
+def _is_section(found: Any) -> bool:
+    return type(found).__name__ == "TextSection"  # its module loads only for a text log
+
+
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
-        return rundiff_core.empty_history(), []  # a document holds final numbers, no curves
+    if spec.files and (isinstance(first := spec.sniffs.get(spec.files[0]), Document)
+                       or _is_section(first)):
+        return rundiff_core.empty_history(), []  # final numbers, no curves
     frames, notes = [], []
     unstepped = _unstepped(spec)
     for path in spec.files:
