@@ -24,6 +24,7 @@ from ..sniff import (
     sniff_table,
 )
 from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
+from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
 
 RESULT_PATTERNS = ("*results*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 METADATA_WORDS = ("meta", "metadata")
@@ -192,12 +193,42 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         table.files += [t.path for t in texts]
         table.sniffs.update({t.path: TextFile(t.sniffs[t.path], read=not history) for t in texts})
         texts = []
+    prefixed = _prefix_runs(folder, files, table, unread) if table.files and not (
+        history or launched or texts or columns or docs or reports) else []
     specs = []
     if table.files:
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
         specs.append(table)
-    return specs + launched + columns + texts + docs + reports
+    return specs + prefixed + launched + columns + texts + docs + reports
+
+
+def _prefix_runs(folder: str, names: list[str], table: LayoutRun,
+                 unread: dict[str, str] | None) -> list[LayoutRun]:
+    """The folder's tables as runs named by their file prefix (`file_groups.prefix_groups`),
+    each `<folder>/<prefix>*`; a table of no prefix beside them belongs to none (`test.csv`, the
+    data they ran on) and is said so. [] (the folder's run unchanged) when names do not group."""
+    groups = prefix_groups(names)
+    if not groups:
+        return []
+    out = []
+    for prefix, members in sorted(groups.items()):
+        paths = {os.path.join(folder, n) for n in members}
+        mine = [p for p in table.files if p in paths]
+        if mine:
+            out.append(LayoutRun(prefix_run_path(folder, prefix), "files", mine,
+                                 f"files named {prefix}.*: a run by its prefix, one of "
+                                 f"{len(groups)}", {p: table.sniffs[p] for p in mine
+                                                    if p in table.sniffs}))
+    if not out:
+        return []
+    taken = {p for r in out for p in r.files}
+    for p in table.files:
+        if p not in taken and unread is not None:
+            unread[p] = "a table of no run: the runs beside it are named by their file prefix " \
+                        f"({', '.join(sorted(groups))})"
+    table.files = []
+    return out
 
 
 def _text_sections(path: str) -> list[Any] | None:
@@ -332,7 +363,58 @@ class TextFile(rundiff_core.PlainRecord):
 def claim(folder: LayoutFolder) -> Claimed | None:
     unread: dict[str, str] = {}
     runs = sniff_files(folder.path, folder.files, unread)
+    staged = _staged_run(folder, runs, unread)
+    if staged is not None:
+        return Claimed([staged], consumed=set(folder.dirs), unread=unread)
     return Claimed(runs, unread=unread) if runs or unread else None
+
+
+def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, str]
+                ) -> LayoutRun | None:
+    """One run of a folder and its stage folders (`Munge/`, `Train/`, `Tune/`, `Test/`): two or
+    more sub-folders with no folders of their own, each only tables with no step (reports,
+    predictions) that no named layout claims, none of them a history, and no file name held by
+    all of them (`file_groups.stage_folders`: alike runs repeat theirs) — beside nothing in the
+    folder that is a history either. Their tables are that run's files."""
+    from ..discover import claim_folder  # the walk's own claim, for each sub-folder
+
+    if len(folder.dirs) < 2 or any(_is_history(r) for r in runs) or len(runs) > 1:
+        return None
+    children: dict[str, list[str]] = {}
+    parts: list[LayoutRun] = []
+    found: dict[str, str] = {}
+    for name in sorted(folder.dirs):
+        sub = os.path.join(folder.path, name)
+        try:
+            entries = list(os.scandir(sub))
+        except OSError:
+            return None
+        if name.startswith(".") or any(e.is_dir() for e in entries):
+            return None
+        files = sorted(e.name for e in entries if not e.name.startswith("."))
+        children[name] = files
+        got, _ = claim_folder(sub, files, [], found)
+        if any(r.layout != "files" or _is_history(r) or r.path != sub for r in got):
+            return None
+        parts += got
+    if not parts or not stage_folders(children):
+        return None
+    run = runs[0] if runs else LayoutRun(folder.path, "files", [], "")
+    for part in parts:
+        run.files += part.files
+        run.sniffs.update(part.sniffs)
+    unread.update(found)
+    run.reason = (f"{len(run.files)} result file(s) in {len(children)} stage folders "
+                  f"({', '.join(sorted(children))}): one run, its stages unlike each other")
+    return run
+
+
+def _is_history(run: LayoutRun) -> bool:
+    """A run that holds curves: a text log, column lists, a launch, a stepped table."""
+    if run.layout != "files" or "rows" in run.sniffs:
+        return True
+    return any(isinstance(s, TextFile | ColumnLists) or isinstance(s, Sniff) and s.step
+               for s in run.sniffs.values())
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
@@ -380,7 +462,7 @@ def _unstepped(spec: LayoutRun) -> dict[str, str]:
 def _folder(spec: LayoutRun) -> str:
     """The folder a run's config files sit in (a launch `FILE#2` and a file run: the file's)."""
     path = spec.path.split("#", 1)[0] if "#" in spec.path and spec.files else spec.path
-    return os.path.dirname(path) if os.path.isfile(path) else path
+    return os.path.dirname(path) if os.path.isfile(path) or is_prefix_run(path) else path
 
 
 #: The words a companion document adds to its run's file name (`X.json` and `X_metrics.json`).
@@ -499,6 +581,8 @@ def meta(spec: LayoutRun) -> Meta:
         if isinstance(sniff, Sniff):
             if (row := one_row(path, sniff)) is not None:
                 stem = os.path.splitext(base)[0]
+                if is_prefix_run(spec.path):  # `<prefix>.tunedModel_CV_Summary` → its part
+                    stem = stem[len(os.path.basename(spec.path)) - 1:].lstrip("._") or stem
                 out.summary.update({f"{stem}/{k}": v for k, v in row.items()})
                 out.notes.append(f"{base} (one row, no step column) → summary as {stem}/*")
             elif sniff.kind == "," and sniff.header and sniff.header[0] == "epoch" and not (
