@@ -376,8 +376,6 @@ def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, s
     predictions) that no named layout claims, none of them a history, and no file name held by
     all of them (`file_groups.stage_folders`: alike runs repeat theirs) — beside nothing in the
     folder that is a history either. Their tables are that run's files."""
-    from ..discover import claim_folder  # the walk's own claim, for each sub-folder
-
     if len(folder.dirs) < 2 or any(_is_history(r) for r in runs) or len(runs) > 1:
         return None
     children: dict[str, list[str]] = {}
@@ -393,7 +391,7 @@ def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, s
             return None
         files = sorted(e.name for e in entries if not e.name.startswith("."))
         children[name] = files
-        got, _ = claim_folder(sub, files, [], found)
+        got = _first_claim(sub, files, found)
         if any(r.layout != "files" or _is_history(r) or r.path != sub for r in got):
             return None
         parts += got
@@ -407,6 +405,20 @@ def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, s
     run.reason = (f"{len(run.files)} result file(s) in {len(children)} stage folders "
                   f"({', '.join(sorted(children))}): one run, its stages unlike each other")
     return run
+
+
+def _first_claim(folder: str, files: list[str], unread: dict[str, str]) -> list[LayoutRun]:
+    """The runs the first layout in detection order claims in `folder` (as the walk would)."""
+    from rundiff_core import layouts_in_order
+
+    view = LayoutFolder(folder, files, [])
+    for _spec, module in layouts_in_order().modules([os.path.basename(folder), *files]):
+        got = module.claim(view)
+        if got is not None:
+            unread.update(got.unread)
+            if got.runs:
+                return got.runs
+    return []
 
 
 def _is_history(run: LayoutRun) -> bool:
