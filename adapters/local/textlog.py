@@ -96,8 +96,11 @@ class Record:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_PREFIX = re.compile(
     r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
-    r"(?:\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
+    r"(?:(?:[A-Za-z_][\w.]*\s+(?=(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b))?"  # `SSD.trainer `
+    r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
+# The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`)
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}")
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
@@ -165,6 +168,9 @@ def _parse_fields(line: str) -> Record | None:
         words: list[str] = []
         after_value = False  # a value of this segment came before the words being gathered
         for tok in segment.split():
+            if _CLOCK.match(tok) and (words and words[-1].endswith(":") or _JOINED.match(tok)):
+                words = []  # `eta: 1:39:02`: a clock reading, text beside the record's numbers
+                continue
             joined = _JOINED.match(tok)
             if joined and (v := parse_value(joined.group("val"))) is not None:
                 if words and not all(_PUNCT.match(w) for w in words):
@@ -198,6 +204,8 @@ def _parse_fields(line: str) -> Record | None:
     return rec if pairs else None
 
 
+#: A clock reading or duration as a field's value (`eta: 1:39:02`, `eta:0:05:11.2`): text
+_CLOCK = re.compile(r"^(?:[A-Za-z_][\w.\-]*:)?\d+:\d{2}:\d{2}(?:\.\d+)?[,;]?$")
 #: A unit word printed after a value (`time: 1.5 m`), not the first word of the next key
 _TIME_UNITS = {"m", "min", "mins", "s", "sec", "secs", "ms", "h", "hrs"}
 
@@ -543,7 +551,8 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
         last_step: float | None = None
         header: float | None = None
         headed = 0
-        records: list[tuple[float, Record]] = []
+        records: list[tuple[float, Record, bool]] = []  # (step, record, has the log's time stamp)
+        stamped = [0, 0]  # of the records with a step: with a time stamp, in all
         for line in fh:
             total_lines += 1
             if not line.strip():
@@ -555,27 +564,36 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
             units |= rec.units
             totals.update(rec.totals)
             step = next((v for k, v in rec.pairs if k == step_key), None)
+            stamp = bool(_STAMP.match(line))
             if step is None:
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
                 if header is not None:
-                    records.append((header, rec))  # under an `Epoch 3/30` line: epoch 3's
+                    records.append((header, rec, stamp))  # under an `Epoch 3/30` line: epoch 3's
                 else:
-                    pending.append(rec)
+                    pending.append((rec, stamp))
                 continue
-            for p in pending:
-                records.append((step, p))
+            stamped[0] += stamp
+            stamped[1] += 1
+            for p, p_stamp in pending:
+                records.append((step, p, p_stamp))
             pending = []
-            records.append((step, rec))
+            records.append((step, rec, stamp))
             last_step = step
             # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
             header = step if len(rec.pairs) == 1 else None
             headed += header is not None
         trailing = len(pending)
         if last_step is not None:
-            records.extend((last_step, p) for p in pending)
-        banner = 0
-        for step, rec in records:
+            records.extend((last_step, p, p_stamp) for p, p_stamp in pending)
+        # the log stamps its records, and a line without the stamp is no record of it: a block
+        # the script printed (its config dump: `  BATCH_SIZE: 2` under `Running with config:`)
+        unstamped_out = stamped[1] > 0 and stamped[0] >= 0.9 * stamped[1]
+        banner = printed = 0
+        for step, rec, stamp in records:
             sig = tuple(k for k, _ in rec.pairs)
+            if step_key not in sig and unstamped_out and not stamp:
+                printed += 1
+                continue
             if step_key not in sig:
                 if stepless[sig] < 2:
                     banner += 1
@@ -599,6 +617,9 @@ def read_text_log(path: str, grammar: Grammar | None = None) -> tuple[pd.DataFra
                      + (f"of the `{step_key} N` line above them ({headed} such lines)" if headed
                         else "of the next record that has one")
                      + (f" ({trailing} at the end took the last step)" if trailing else ""))
+    if printed:
+        notes.append(f"{name}: {printed} line(s) without the time stamp its records carry (a "
+                     "printed block, such as a config dump) not read as metrics")
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")

@@ -25,6 +25,7 @@ from ..sniff import (
 )
 from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
+from .owned_events import events_folder
 
 RESULT_PATTERNS = ("*results*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 METADATA_WORDS = ("meta", "metadata")
@@ -132,6 +133,9 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
             docs.append(LayoutRun(path, "files", [path], f"{name}: a document of settings and "
                                   "results", {path: Document(None)}))
             lone[path] = shape.detail
+        elif shape.kind == "unknown" and text_ok and _printed_config_only(path):
+            texts.append(LayoutRun(path, "text", [path], f"{name}: a log that printed its config "
+                                   "and no records: a run with no points", {path: None}))
         elif unread is not None:
             unread[path] = shape.detail + ("" if shape.kind != "document" else
                                            ": neither numbers nor a config file by its name")
@@ -229,6 +233,14 @@ def _prefix_runs(folder: str, names: list[str], table: LayoutRun,
                         f"({', '.join(sorted(groups))})"
     table.files = []
     return out
+
+
+def _printed_config_only(path: str) -> bool:
+    """A stamped log with no records that printed its config (a launch that stopped before its
+    first logged step): a run, its config all it has."""
+    from ..log_config import printed_config
+
+    return bool(printed_config(path)[0])
 
 
 def _text_sections(path: str) -> list[Any] | None:
@@ -366,6 +378,18 @@ def claim(folder: LayoutFolder) -> Claimed | None:
     staged = _staged_run(folder, runs, unread)
     if staged is not None:
         return Claimed([staged], consumed=set(folder.dirs), unread=unread)
+    if len(runs) == 1 and runs[0].layout == "text":
+        # a text log alone in its folder owns the one folder of event files beside it (the
+        # trainer's TensorBoard writer; owned_events), and says so even when there is none
+        owned = events_folder(folder.path, folder.dirs)
+        runs[0].sniffs["owns_events"] = owned[1] if owned else []
+        if owned or runs[0].sniffs.get(runs[0].files[0], False) is None:
+            # the run is the folder: the log and the events folder inside it, or a log that
+            # printed its config and stopped (no records: its folder's run, not a log's)
+            runs[0].path = folder.path
+        if owned:
+            runs[0].reason += f" + {len(owned[1])} TensorBoard events file(s) in {owned[0]}/"
+            return Claimed(runs, consumed={owned[0]}, unread=unread)
     return Claimed(runs, unread=unread) if runs or unread else None
 
 
