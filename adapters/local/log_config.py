@@ -15,7 +15,7 @@ from typing import Any
 
 from rundiff_core import flatten
 
-_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}")
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2} )?\d{2}:\d{2}:\d{2}")
 _YAML_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.\-]*:(?:\s.*)?|-\s.*|#.*)$")
 MIN_SETTINGS = 3
 MAX_BYTES = 8 << 20  # a log larger than this is not searched for its config (said by the caller)

@@ -100,7 +100,7 @@ _LOG_PREFIX = re.compile(
     r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
 # The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`)
-_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}")
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2} )?\d{2}:\d{2}:\d{2}")
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
