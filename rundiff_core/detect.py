@@ -73,6 +73,14 @@ def winning_claim(path: str, claims: list[RankedClaim] | None,
 
         return RankedClaim(replace(best.claim, locator=(best.claim.locator or file) + sep + name),
                            best.spec)
+    folder = os.path.dirname(path) or "."
+    if not os.path.exists(path) and path.endswith("*") and os.path.isdir(folder):
+        # `DIR/PREFIX*`: the run a folder's files named by one prefix make (quoted in a shell)
+        best = winning_claim(folder, None, plugins)
+        from dataclasses import replace
+
+        return RankedClaim(replace(best.claim, locator=os.path.join(
+            best.claim.locator or folder, os.path.basename(path))), best.spec)
     if not os.path.exists(path):
         raise InputError(
             f"no such file or directory: {path}",

@@ -313,8 +313,8 @@ def fence_grammar(block: Fence) -> Any:
     records at least MIN_RECORD_SHARE of them, as for a log file — else None; remembered on the
     block (sniffed once, then read)."""
     if block.grammar is _UNSNIFFED:
-        from .shape import MIN_RECORD_SHARE
         from .textlog import sniff_text
+        from .textshare import MIN_RECORD_SHARE
 
         grammar = sniff_text("", lines=block.lines)
         if grammar is not None:

@@ -23,14 +23,11 @@ import rundiff_core
 
 from .markdown import is_markdown_name
 from .sniff import SNIFF_BYTES, Sniff, is_number, looks_binary, read_head, sniff_table
+from .textshare import MIN_RECORD_SHARE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The kinds of shape, in the order they are tried (most specific signature first).
 KINDS = ("store", "markdown", "records", "table", "columns", "document", "text", "unknown")
-#: A text grammar claims a file only when this share of its non-blank lines are its records:
-#: 36 Python-dict lines in a 5,207-line SLURM log of a Ray Tune search are not that log's
-#: content (the HF Trainer logs rundiff reads hold 3.7–40% records; nanoGPT/llm.c logs 92–100%).
-MIN_RECORD_SHARE = 0.02
 MAX_DOCUMENT_BYTES = 16 << 20  # a JSON object larger than this is not parsed to be sniffed (said so)
 
 

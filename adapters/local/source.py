@@ -38,9 +38,12 @@ class LocalSource(BaseSource):
     def __init__(self, address: Address) -> None:
         super().__init__(address)
         locator = address.locator or "."
-        selector = None
+        selector = prefixed = None
         if "#" in locator and not os.path.exists(os.path.expanduser(locator)):
             locator, selector = locator.rsplit("#", 1)  # PROJECT.db#RUN (trackio)
+        elif locator.endswith("*") and not os.path.exists(os.path.expanduser(locator)):
+            prefixed = os.path.abspath(os.path.expanduser(locator))  # DIR/PREFIX*: files by prefix
+            locator = os.path.dirname(prefixed)
         self.root = os.path.abspath(os.path.expanduser(locator))
         if not os.path.exists(self.root):
             raise InputError(f"no such file or directory: {address.locator}")
@@ -48,6 +51,12 @@ class LocalSource(BaseSource):
         self.unread: dict[str, str] = {}
         self.specs: dict[str, RunSpec] = {s.path: s for s in discover(self.root,
                                                                      unread=self.unread)}
+        if prefixed is not None:
+            self.specs = {p: s for p, s in self.specs.items() if p == prefixed}
+            if not self.specs:
+                raise RunNotFoundError(f"no run named by the prefix {os.path.basename(prefixed)!r}"
+                                       f" in {locator}", hint=f"`rundiff ls local:{locator}` "
+                                       "lists them")
         if selector is not None:
             self.specs = {p: s for p, s in self.specs.items() if p.rsplit("#", 1)[-1] == selector
                           or s.sniffs.get("run_id") == selector}

@@ -98,8 +98,11 @@ class Record:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_PREFIX = re.compile(
     r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
-    r"(?:\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
+    r"(?:(?:[A-Za-z_][\w.]*\s+(?=(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b))?"  # `SSD.trainer `
+    r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
+# The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`)
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2} )?\d{2}:\d{2}:\d{2}")
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
@@ -217,9 +220,14 @@ def _parse_fields(line: str) -> Record | None:
 
 def _segment_fields(rec: Record, segment: str) -> bool:
     """Add one segment's `key: value` / `key=value` / `key value` fields to `rec`; False when a
-    word of it belongs to no field."""
+    word of it belongs to no field. A clock reading (`eta: 1:39:02`) is text beside the numbers;
+    a time unit after a value (`time: 1.5 m   valid_acc: 0.84`) is that value's unit."""
     words: list[str] = []
+    after_value = False  # a value of this segment came before the words being gathered
     for tok in segment.split():
+        if _CLOCK.match(tok) and (words and words[-1].endswith(":") or _JOINED.match(tok)):
+            words = []
+            continue
         joined = _JOINED.match(tok)
         if joined and (v := parse_value(joined.group("val"))) is not None:
             if words and not all(_PUNCT.match(w) for w in words):
@@ -227,11 +235,14 @@ def _segment_fields(rec: Record, segment: str) -> bool:
             words = []
             _add(rec, joined.group("key"), v, "key:value" if joined.group("sep") == ":" else
                  "key=value")
+            after_value = True
             continue
         bare = tok.rstrip(":=")
         v = parse_value(bare) if words else None
         if v is not None:
             key_words = [w for w in words if not _PUNCT.match(w)]
+            if len(key_words) > 1 and key_words[0] in _TIME_UNITS and rec.pairs and after_value:
+                _unit_after(rec, key_words.pop(0))
             if not key_words:
                 return False
             last = key_words[-1]
@@ -242,9 +253,24 @@ def _segment_fields(rec: Record, segment: str) -> bool:
                 return False
             _add(rec, key, v, form)
             words = []
+            after_value = True
             continue
         words.append(tok)
     return all(_PUNCT.match(w) for w in words)
+
+
+#: A clock reading or duration as a field's value (`eta: 1:39:02`, `eta:0:05:11.2`): text
+_CLOCK = re.compile(r"^(?:[A-Za-z_][\w.\-]*:)?\d+:\d{2}:\d{2}(?:\.\d+)?[,;]?$")
+#: A unit word printed after a value (`time: 1.5 m`), not the first word of the next key
+_TIME_UNITS = {"m", "min", "mins", "s", "sec", "secs", "ms", "h", "hrs"}
+
+
+def _unit_after(rec: Record, unit: str) -> None:
+    key, value = rec.pairs[-1]
+    if key in rec.totals or any(key.endswith(f"_{_unit_suffix(u)}") for u in rec.units):
+        return
+    rec.pairs[-1] = (f"{key}_{_unit_suffix(unit)}", value)
+    rec.units.add(unit)
 
 
 def _add(rec: Record, key: str, v: tuple[float, str, int | None], form: str) -> None:
@@ -575,7 +601,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                      f"{len(values)} points, {skipped} line(s) skipped"]
             return points_frame(steps, keys, values, None, notes, name)
         step_key = grammar.step
-        pending: list[Record] = []
+        pending: list[tuple[Record, bool]] = []
         stepless: Counter[tuple[str, ...]] = Counter()
         kept_stepless = 0
         units: set[str] = set()
@@ -583,8 +609,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         last_step: float | None = None
         header: float | None = None
         headed = 0
-        records: list[tuple[float, Record, int]] = []
+        records: list[tuple[float, Record, int, bool]] = []  # (step, record, session, stamped)
         sessions = Sessions()
+        stamped = [0, 0]  # of the records with a step: with a time stamp, in all
         for line in fh:
             total_lines += 1
             if not line.strip():
@@ -596,33 +623,42 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
             units |= rec.units
             totals.update(rec.totals)
             step = next((v for k, v in rec.pairs if k == step_key), None)
+            stamp = bool(_STAMP.match(line))
             if step is None:
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
                 if header is not None:  # under an `Epoch 3/30` line: epoch 3's
-                    records.append((header, rec, sessions.current))
+                    records.append((header, rec, sessions.current, stamp))
                 else:
-                    pending.append(rec)
+                    pending.append((rec, stamp))
                 continue
             sessions.see(step)
-            for p in pending:
-                records.append((step, p, sessions.current))
+            stamped[0] += stamp
+            stamped[1] += 1
+            for p, p_stamp in pending:
+                records.append((step, p, sessions.current, p_stamp))
             pending = []
-            records.append((step, rec, sessions.current))
+            records.append((step, rec, sessions.current, stamp))
             last_step = step
             # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
             header = step if len(rec.pairs) == 1 else None
             headed += header is not None
         trailing = len(pending)
         if last_step is not None:
-            records.extend((last_step, p, sessions.current) for p in pending)
-        banner = 0
-        finer, shared, kinds_said = finer_kind_keys([(s, r) for s, r, _ in records], step_key,
+            records.extend((last_step, p, sessions.current, p_stamp) for p, p_stamp in pending)
+        # the log stamps its records, and a line without the stamp is no record of it: a block
+        # the script printed (its config dump: `  BATCH_SIZE: 2` under `Running with config:`)
+        unstamped_out = stamped[1] > 0 and stamped[0] >= 0.9 * stamped[1]
+        banner = printed = 0
+        finer, shared, kinds_said = finer_kind_keys([(s, r) for s, r, _, _ in records], step_key,
                                                     STEP_KEYS)
         shifts = sessions.shifts()
-        for i, (step, rec, session) in enumerate(records):
+        for i, (step, rec, session, stamp) in enumerate(records):
             if shifts:
                 step += shifts[session]
             sig = tuple(k for k, _ in rec.pairs)
+            if step_key not in sig and unstamped_out and not stamp:
+                printed += 1
+                continue
             if step_key not in sig:
                 if stepless[sig] < 2:
                     banner += 1
@@ -647,6 +683,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                      + (f"of the `{step_key} N` line above them ({headed} such lines)" if headed
                         else "of the next record that has one")
                      + (f" ({trailing} at the end took the last step)" if trailing else ""))
+    if printed:
+        notes.append(f"{name}: {printed} line(s) without the time stamp its records carry (a "
+                     "printed block, such as a config dump) not read as metrics")
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")

@@ -5,6 +5,7 @@ each text log (`key:value` fields with a step) as a run of its own (layout `text
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
@@ -23,8 +24,11 @@ from ..sniff import (
     sniff_table,
 )
 from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
+from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
+from .owned_events import events_folder
 
-RESULT_PATTERNS = ("*results*.json", "*meta*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
+RESULT_PATTERNS = ("*results*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
+METADATA_WORDS = ("meta", "metadata")
 #: Extensions that are never a log (code, images, weights, archives, media, other readers'
 #: stores, config files read by name): every other file is sniffed by its content, under any
 #: name (`log.json.lst`, `train.out.1`, `metrics`).
@@ -43,7 +47,20 @@ NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc
 
 
 def is_result_file(name: str) -> bool:
-    return name_matches(name.lower(), RESULT_PATTERNS)
+    return name_matches(name.lower(), RESULT_PATTERNS) or is_metadata_file(name)
+
+
+def is_metadata_file(name: str) -> bool:
+    """A JSON file named as a run's metadata: `meta`/`metadata` begins or ends its name
+    (`metadata.json`, `wandb-metadata.json`, `metadata_final.json`, `run_meta.json`). Inside a
+    name the word qualifies something else (`beauty_meta_encoder.json`,
+    `fusion_concat_with_meta_report.json`: a model's metadata features), and its content says
+    what the file is."""
+    low = name.lower()
+    if not low.endswith(".json"):
+        return False
+    words = [w for w in re.split(r"[^a-z0-9]+", low[:-5]) if w]
+    return bool(words) and (words[0] in METADATA_WORDS or words[-1] in METADATA_WORDS)
 
 
 _SETTINGS = ("param", "config", "conf", "arg", "hparam", "hyper", "setting", "option", "cfg")
@@ -73,8 +90,10 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
     columns: list[LayoutRun] = []
     docs: list[LayoutRun] = []  # documents, one per run (or a section each)
     marked: list[LayoutRun] = []  # Markdown files: one run each, or one per alike section
+    reports: list[LayoutRun] = []  # sections of a text report, a run each
     lone: dict[str, str] = {}  # a settings document with no sibling: not a run by itself
     found_numbers: list[str] = []  # documents of final numbers, known by shape (not by name)
+    docs_data: dict[str, Any] = {}  # each document's content, by path
     named_tables: list[tuple[str, Sniff]] = []  # tables named as results (`metrics.csv`)
     for name in files:
         low = name.lower()
@@ -100,6 +119,11 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                 unread[path] = shape.detail  # prose: passed over in a folder, said when named
         elif shape.kind == "columns":
             columns.append(LayoutRun(path, "column-lists", [path], shape.detail, {path: shape.found}))
+        elif shape.kind == "text" and shape.found.step is None and (
+                sections := _text_sections(path)):
+            reports.extend(LayoutRun(f"{path}#{s.name}", "files", [path], f"{name}: section "
+                                     f"{s.name!r} of {len(sections)} alike under their titles: "
+                                     "a run each", {path: s}) for s in sections)
         elif shape.kind == "text":
             texts.append(LayoutRun(path, "text", [path], shape.detail, {path: shape.found}))
         elif shape.kind == "document" and (sections := _sections(shape.found)):
@@ -107,17 +131,23 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                                   f"{len(sections)} alike: a run each", {path: Document(k)})
                         for k in sections)
         elif shape.kind == "document" and _results_like(shape.found, low):
+            docs_data[path] = shape.found
             table.files.append(path)  # final numbers (`metrics_val_best_weights.json`): summary
             found_numbers.append(path)
         elif shape.kind == "document" and _holds_settings(shape.found):
+            docs_data[path] = shape.found
             docs.append(LayoutRun(path, "files", [path], f"{name}: a document of settings and "
                                   "results", {path: Document(None)}))
             lone[path] = shape.detail
+        elif shape.kind == "unknown" and text_ok and _printed_config_only(path):
+            texts.append(LayoutRun(path, "text", [path], f"{name}: a log that printed its config "
+                                   "and no records: a run with no points", {path: None}))
         elif unread is not None:
             unread[path] = shape.detail + ("" if shape.kind != "document" else
                                            ": neither numbers nor a config file by its name")
     apart: list[LayoutRun] = []  # tables of another measurement than the folder's log
-    stepped_text = len(texts) == 1 and texts[0].sniffs[texts[0].path].step is not None and \
+    stepped_text = len(texts) == 1 and texts[0].sniffs[texts[0].path] is not None and \
+        texts[0].sniffs[texts[0].path].step is not None and \
         not any(isinstance(s, Sniff) and s.step for s in table.sniffs.values())
     if stepped_text:
         swept = _swept_tables(table)  # another measurement beside the log: a run of its own
@@ -145,6 +175,16 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                 unread[d.files[0]] = (lone.get(d.files[0]) or "JSON object of sections") + \
                     ": a document beside the run's logs, not read"
         docs = []
+    if docs and not history_here and found_numbers:
+        for path in _results_of_documents(docs, found_numbers, docs_data):
+            table.files.remove(path)
+            found_numbers.remove(path)
+        for path in _index_tables(table, docs_data):
+            table.files.remove(path)
+            table.sniffs.pop(path, None)
+            if unread is not None:
+                unread[path] = "a table of the runs beside it (its columns are their documents' " \
+                               "keys): their index, not a run"
     docs = _companions(docs, lone)
     single = [d for d in docs if d.path in lone]
     if len(single) == 1 and len(docs) == 1:  # one document of settings alone: a config dump
@@ -178,12 +218,14 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
         table.files += [t.path for t in texts]
         table.sniffs.update({t.path: TextFile(t.sniffs[t.path], read=not history) for t in texts})
         texts = []
+    prefixed = _prefix_runs(folder, files, table, unread) if table.files and not (
+        history or launched or texts or columns or docs or reports) else []
     specs = []
     if table.files:
         shown = ", ".join(os.path.basename(f) for f in table.files[:3])
         table.reason = f"{len(table.files)} result/log file(s): {shown}"
         specs.append(table)
-    return specs + launched + apart + columns + texts + docs + marked
+    return specs + prefixed + launched + apart + columns + texts + docs + marked + reports
 
 
 def _swept_tables(table: LayoutRun) -> list[str]:
@@ -220,6 +262,48 @@ def markdown_runs(path: str, shape: Any) -> list[LayoutRun]:
     return [LayoutRun(f"{path}#{t}", "markdown", [path], f"{name}: section {t!r} of "
                       f"{len(doc.runs)} alike: a run each", {path: MarkdownRun(doc, t)})
             for t in doc.runs]
+
+
+def _prefix_runs(folder: str, names: list[str], table: LayoutRun,
+                 unread: dict[str, str] | None) -> list[LayoutRun]:
+    """The folder's tables as runs named by their file prefix (`file_groups.prefix_groups`),
+    each `<folder>/<prefix>*`; a table of no prefix beside them belongs to none (`test.csv`, the
+    data they ran on) and is said so. [] (the folder's run unchanged) when names do not group."""
+    groups = prefix_groups(names)
+    if not groups:
+        return []
+    out = []
+    for prefix, members in sorted(groups.items()):
+        paths = {os.path.join(folder, n) for n in members}
+        mine = [p for p in table.files if p in paths]
+        if mine:
+            out.append(LayoutRun(prefix_run_path(folder, prefix), "files", mine,
+                                 f"files named {prefix}.*: a run by its prefix, one of "
+                                 f"{len(groups)}", {p: table.sniffs[p] for p in mine
+                                                    if p in table.sniffs}))
+    if not out:
+        return []
+    taken = {p for r in out for p in r.files}
+    for p in table.files:
+        if p not in taken and unread is not None:
+            unread[p] = "a table of no run: the runs beside it are named by their file prefix " \
+                        f"({', '.join(sorted(groups))})"
+    table.files = []
+    return out
+
+
+def _printed_config_only(path: str) -> bool:
+    """A stamped log with no records that printed its config (a launch that stopped before its
+    first logged step): a run, its config all it has."""
+    from ..log_config import printed_config
+
+    return bool(printed_config(path)[0])
+
+
+def _text_sections(path: str) -> list[Any] | None:
+    from ..text_sections import text_sections
+
+    return text_sections(path)
 
 
 class Document(rundiff_core.PlainRecord):
@@ -265,6 +349,48 @@ def _holds_settings(data: Any) -> bool:
 
 
 
+def _leaf_names(data: Any) -> set[str]:
+    return {k.rsplit(".", 1)[-1].lower() for k in flatten(data, sep=".")} \
+        if isinstance(data, dict) else set()
+
+
+def _results_of_documents(docs: list[LayoutRun], numbers: list[str], data: dict[str, Any]
+                          ) -> list[str]:
+    """Documents of final numbers beside documents that are runs (each its settings and
+    results): one named as a run document's companion (`X_eval.json` by `X_report.json`) joins
+    it; one that measures what those runs measure (every key of it among theirs:
+    `text_emb_eval.json`'s `hit@10`, `ndcg@10`) is one more run, with no settings. Others (a
+    data statistic, an encoder's sizes) stay the folder's. Returns the documents taken."""
+    theirs = set().union(*(_leaf_names(data.get(d.path)) for d in docs))
+    bases = {_companion_key(d.path) for d in docs}
+    taken = []
+    for path in numbers:
+        mine = _leaf_names(data.get(path))
+        if _companion_key(path) in bases or (mine and mine <= theirs):
+            docs.append(LayoutRun(path, "files", [path], f"{os.path.basename(path)}: final "
+                                  "numbers beside the run documents", {path: Document(None)}))
+            taken.append(path)
+    return taken
+
+
+def _index_tables(table: LayoutRun, data: dict[str, Any]) -> list[str]:
+    """Tables with no step whose columns are the keys of the run documents beside them (a
+    `metrics.csv` appended with each run's `run_name`, settings and scores): an index of those
+    runs, restating them — not a run, nor a history of one."""
+    docs = [d for p, d in data.items() if p not in table.files]
+    keys = set().union(*(_leaf_names(d) for d in docs)) if docs else set()
+    out = []
+    for path in table.files:
+        sniff = table.sniffs.get(path)
+        if sniff is None and not path.lower().endswith(".json"):
+            sniff = sniff_table(path)
+        if not isinstance(sniff, Sniff) or sniff.step or not sniff.header:
+            continue
+        if sum(h.lower() in keys for h in sniff.header) >= 0.8 * len(sniff.header):
+            out.append(path)
+    return out
+
+
 def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
     """A table that holds several launches (its x back at its start: a script run again, its
     log appended) leaves the folder's run: each launch is a run of its own, `FILE#1`, `FILE#2`."""
@@ -306,6 +432,21 @@ class TextFile(rundiff_core.PlainRecord):
 def claim(folder: LayoutFolder) -> Claimed | None:
     unread: dict[str, str] = {}
     runs = sniff_files(folder.path, folder.files, unread)
+    staged = _staged_run(folder, runs, unread)
+    if staged is not None:
+        return Claimed([staged], consumed=set(folder.dirs), unread=unread)
+    if len(runs) == 1 and runs[0].layout == "text":
+        # a text log alone in its folder owns the one folder of event files beside it (the
+        # trainer's TensorBoard writer; owned_events), and says so even when there is none
+        owned = events_folder(folder.path, folder.dirs)
+        runs[0].sniffs["owns_events"] = owned[1] if owned else []
+        if owned or runs[0].sniffs.get(runs[0].files[0], False) is None:
+            # the run is the folder: the log and the events folder inside it, or a log that
+            # printed its config and stopped (no records: its folder's run, not a log's)
+            runs[0].path = folder.path
+        if owned:
+            runs[0].reason += f" + {len(owned[1])} TensorBoard events file(s) in {owned[0]}/"
+            return Claimed(runs, consumed={owned[0]}, unread=unread)
     owned = _event_folders(folder) if len(runs) == 1 and runs[0].path == folder.path else []
     if owned:
         runs[0].sniffs["owns_events"] = owned
@@ -329,6 +470,66 @@ def _event_folders(folder: LayoutFolder) -> list[str]:
                          if not e.name.startswith(".")):
             out.append(d)
     return out
+
+
+def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, str]
+                ) -> LayoutRun | None:
+    """One run of a folder and its stage folders (`Munge/`, `Train/`, `Tune/`, `Test/`): two or
+    more sub-folders with no folders of their own, each only tables with no step (reports,
+    predictions) that no named layout claims, none of them a history, and no file name held by
+    all of them (`file_groups.stage_folders`: alike runs repeat theirs) — beside nothing in the
+    folder that is a history either. Their tables are that run's files."""
+    if len(folder.dirs) < 2 or any(_is_history(r) for r in runs) or len(runs) > 1:
+        return None
+    children: dict[str, list[str]] = {}
+    parts: list[LayoutRun] = []
+    found: dict[str, str] = {}
+    for name in sorted(folder.dirs):
+        sub = os.path.join(folder.path, name)
+        try:
+            entries = list(os.scandir(sub))
+        except OSError:
+            return None
+        if name.startswith(".") or any(e.is_dir() for e in entries):
+            return None
+        files = sorted(e.name for e in entries if not e.name.startswith("."))
+        children[name] = files
+        got = _first_claim(sub, files, found)
+        if any(r.layout != "files" or _is_history(r) or r.path != sub for r in got):
+            return None
+        parts += got
+    if not parts or not stage_folders(children):
+        return None
+    run = runs[0] if runs else LayoutRun(folder.path, "files", [], "")
+    for part in parts:
+        run.files += part.files
+        run.sniffs.update(part.sniffs)
+    unread.update(found)
+    run.reason = (f"{len(run.files)} result file(s) in {len(children)} stage folders "
+                  f"({', '.join(sorted(children))}): one run, its stages unlike each other")
+    return run
+
+
+def _first_claim(folder: str, files: list[str], unread: dict[str, str]) -> list[LayoutRun]:
+    """The runs the first layout in detection order claims in `folder` (as the walk would)."""
+    from rundiff_core import layouts_in_order
+
+    view = LayoutFolder(folder, files, [])
+    for _spec, module in layouts_in_order().modules([os.path.basename(folder), *files]):
+        got = module.claim(view)
+        if got is not None:
+            unread.update(got.unread)
+            if got.runs:
+                return got.runs
+    return []
+
+
+def _is_history(run: LayoutRun) -> bool:
+    """A run that holds curves: a text log, column lists, a launch, a stepped table."""
+    if run.layout != "files" or "rows" in run.sniffs:
+        return True
+    return any(isinstance(s, TextFile | ColumnLists) or isinstance(s, Sniff) and s.step
+               for s in run.sniffs.values())
 
 
 def claim_file(path: str) -> list[LayoutRun] | None:
@@ -376,12 +577,20 @@ def _unstepped(spec: LayoutRun) -> dict[str, str]:
 def _folder(spec: LayoutRun) -> str:
     """The folder a run's config files sit in (a launch `FILE#2` and a file run: the file's)."""
     path = spec.path.split("#", 1)[0] if "#" in spec.path and spec.files else spec.path
-    return os.path.dirname(path) if os.path.isfile(path) else path
+    return os.path.dirname(path) if os.path.isfile(path) or is_prefix_run(path) else path
 
 
 #: The words a companion document adds to its run's file name (`X.json` and `X_metrics.json`).
 COMPANION_WORDS = ("metrics", "results", "result", "scores", "eval", "evaluation", "summary",
                    "report", "stats")
+
+
+def _companion_key(path: str) -> str:
+    """The run a document is a part of, by its name: `X_metrics.json` → `X`, `X.json` → `X`."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    base, _, word = stem.rpartition("_")
+    return os.path.join(os.path.dirname(path), base if base and word.lower() in COMPANION_WORDS
+                        else stem)
 
 
 def _companions(docs: list[LayoutRun], lone: dict[str, str]) -> list[LayoutRun]:
@@ -390,20 +599,15 @@ def _companions(docs: list[LayoutRun], lone: dict[str, str]) -> list[LayoutRun]:
     their numbers its summary."""
     groups: dict[str, list[LayoutRun]] = {}
     for d in docs:
-        if "#" in d.path:
-            groups.setdefault(d.path, []).append(d)
-            continue
-        stem = os.path.splitext(os.path.basename(d.path))[0]
-        base, _, word = stem.rpartition("_")
-        key = os.path.join(os.path.dirname(d.path), base if base and word.lower() in
-                           COMPANION_WORDS else stem)
-        groups.setdefault(key, []).append(d)
+        groups.setdefault(d.path if "#" in d.path else _companion_key(d.path), []).append(d)
     out = []
     for key, members in groups.items():
         if len(members) == 1:
             out.append(members[0])
             continue
-        members.sort(key=lambda d: (os.path.splitext(d.path)[0] != key, d.path))  # X.json first
+        # X.json first, then the one that holds settings (`X_report.json` before `X_eval.json`)
+        members.sort(key=lambda d: (os.path.splitext(d.path)[0] != key, d.path not in lone,
+                                    d.path))
         owner, *rest = members
         for d in rest:
             owner.files.append(d.path)
@@ -424,7 +628,9 @@ def _document_meta(spec: LayoutRun) -> Meta:
             data = data.get(doc.section)
         if not isinstance(data, dict):
             continue
-        config, summary, metadata, notes = document_parts(data)
+        own = doc.section if doc.section is not None else \
+            os.path.splitext(os.path.basename(spec.files[0]))[0]
+        config, summary, metadata, notes = document_parts(data, own)
         where = os.path.basename(path) + (f" section {doc.section!r}" if doc.section else "")
         if i:  # a companion: its numbers are the run's results, whatever their names
             summary.update({k: v for k, v in config.items() if isinstance(v, int | float)
@@ -443,6 +649,13 @@ def _document_meta(spec: LayoutRun) -> Meta:
 def meta(spec: LayoutRun) -> Meta:
     if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
         return _document_meta(spec)
+    if spec.files and _is_section(section := spec.sniffs.get(spec.files[0])):
+        out = Meta()
+        out.config, out.summary = dict(section.config), dict(section.summary)
+        out.notes.append(f"{os.path.basename(spec.files[0])} section {section.name!r} (a text "
+                         f"report's section under its title) → {len(out.config)} setting(s) to "
+                         f"config, {len(out.summary)} measured number(s) to summary; no history")
+        return out
     out = Meta()
     out.config, out.notes = read_config_files(_folder(spec))
     if "rows" in spec.sniffs:
@@ -483,6 +696,8 @@ def meta(spec: LayoutRun) -> Meta:
         if isinstance(sniff, Sniff):
             if (row := one_row(path, sniff)) is not None:
                 stem = os.path.splitext(base)[0]
+                if is_prefix_run(spec.path):  # `<prefix>.tunedModel_CV_Summary` → its part
+                    stem = stem[len(os.path.basename(spec.path)) - 1:].lstrip("._") or stem
                 out.summary.update({f"{stem}/{k}": v for k, v in row.items()})
                 out.notes.append(f"{base} (one row, no step column) → summary as {stem}/*")
             elif sniff.kind == "," and sniff.header and sniff.header[0] == "epoch" and not (
@@ -495,7 +710,7 @@ def meta(spec: LayoutRun) -> Meta:
             out.notes.append(f"{base} (CSV) → history")
             continue
         data = read_json(path, out.notes)
-        if "meta" in base.lower() and isinstance(data, dict):
+        if is_metadata_file(base) and isinstance(data, dict):
             config, metadata = rundiff_core.split_metadata(data)
             out.config.update(config)
             out.meta.update(metadata)
@@ -514,9 +729,14 @@ def meta(spec: LayoutRun) -> Meta:
     return out
 
 
+def _is_section(found: Any) -> bool:
+    return type(found).__name__ == "TextSection"  # its module loads only for a text log
+
+
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    if spec.files and isinstance(spec.sniffs.get(spec.files[0]), Document):
-        return rundiff_core.empty_history(), []  # a document holds final numbers, no curves
+    if spec.files and (isinstance(first := spec.sniffs.get(spec.files[0]), Document)
+                       or _is_section(first)):
+        return rundiff_core.empty_history(), []  # final numbers, no curves
     frames, notes = [], []
     unstepped = _unstepped(spec)
     for path in spec.files:
