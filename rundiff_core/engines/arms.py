@@ -261,8 +261,13 @@ def _self_values(run: Run) -> set[str]:
     """The strings that name this run: its name, id, address and path, and the last part of
     each — the bare ones only when distinctive (`version_11`, `exp-a`, `abc12345`): a folder
     named `train` does not make `mode: train` name the run."""
+    from .naming import named_by_path
+
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
-    values = {run.name, run.run_id, run.address, run.address.split(":", 1)[-1]}
+    # a name the tracker gave (lm-eval's model, a W&B display name) may be a setting's value
+    values = {run.run_id, run.address, run.address.split(":", 1)[-1]}
+    if named_by_path(run):
+        values.add(run.name)
     if isinstance(path, str) and path:
         values |= {path, os.path.basename(os.path.normpath(path))}
     return {v for v in values if isinstance(v, str) and v and _DISTINCT.search(v)}

@@ -285,7 +285,9 @@ def run_diff(
     changes = [] if missing else config_diff(a.primary, b.primary)
     hidden: dict[str, int] = {}
     if not all_keys:  # paths, ids, objects, timestamps are no parameters (docs/names.md)
-        kinds = {**parameters(a.primary)[1], **parameters(b.primary)[1]}
+        # a value naming the run (its folder is named after the model it ran) is still shown
+        kinds = {k: why for k, why in {**parameters(a.primary)[1], **parameters(b.primary)[1]}.items()
+                 if why != "the run itself"}
         for c in changes:
             if c.key in kinds:
                 hidden[kinds[c.key]] = hidden.get(kinds[c.key], 0) + 1

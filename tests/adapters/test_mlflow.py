@@ -561,7 +561,7 @@ def test_an_arm_is_the_runs_of_its_experiment_differing_only_by_seed(kind, tmp_p
     # removed — a seedless repeat of the same params too (old rule: "needs a seed param") — never
     # b* (another lr) and never the deleted run
     assert sorted(r.run_id for r in arm.seeds) == sorted(ids[k] for k in ("a0", "a1", "a2", "plain"))
-    assert arm.how.startswith("equal config in mlflow:")
+    assert arm.how.startswith("equal config in ")
 
     assert main(["diff", _address(path, ids["a0"]), _address(path, ids["b0"]), "--metric", "loss",
                  "--format", "json"]) == 0

@@ -479,6 +479,8 @@ def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, s
     predictions) that no named layout claims, none of them a history, and no file name held by
     all of them (`file_groups.stage_folders`: alike runs repeat theirs) — beside nothing in the
     folder that is a history either. Their tables are that run's files."""
+    reports = [r for r in runs if r.layout == "markdown"]  # a Markdown report beside the stages
+    runs = [r for r in runs if r.layout != "markdown"]
     if len(folder.dirs) < 2 or any(_is_history(r) for r in runs) or len(runs) > 1:
         return None
     children: dict[str, list[str]] = {}
@@ -500,7 +502,10 @@ def _staged_run(folder: LayoutFolder, runs: list[LayoutRun], unread: dict[str, s
         parts += got
     if not parts or not stage_folders(children):
         return None
-    run = runs[0] if runs else LayoutRun(folder.path, "files", [], "")
+    run = runs[0] if runs and runs[0].layout == "files" else LayoutRun(folder.path, "files", [], "")
+    for other in reports:  # said, and read alone when named
+        unread[other.files[0]] = (f"{other.reason}; beside the stage folders of this run — "
+                                  f"`rundiff ls local:{other.path}` reads it alone")
     for part in parts:
         run.files += part.files
         run.sniffs.update(part.sniffs)

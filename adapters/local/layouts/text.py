@@ -38,13 +38,12 @@ def meta(spec: LayoutRun) -> Meta:
     out.config.update(config)
     out.meta.update(metadata)
     out.meta.update(printed_meta)
-    if not config:
-        block, where = printed_config(log)
-        if block:  # a config file beside the log names its settings; the printed block adds
-            added = {k: v for k, v in block.items() if k not in out.config}
-            out.config.update(added)
-            out.notes.append(f"{os.path.basename(log)} {where}: the config it printed (its last"
-                             f" launch's) → {len(added)} setting(s) to config")
+    block, where = printed_config(log)
+    if block:  # the files and the log's head name their settings; the printed block adds
+        added = {k: v for k, v in block.items() if k not in out.config}
+        out.config.update(added)
+        out.notes.append(f"{os.path.basename(log)} {where}: the config it printed (its last"
+                         f" launch's) → {len(added)} setting(s) to config")
     return out
 
 
