@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             from ..engines.report import report_curves
 
             curves = report_curves(rep, runs, grouping, goals_from(args))
-    if curves is not None:
+    if args.output and args.output.endswith(".html"):  # a page, with plots when there are two arms
         from ..render.report_html import render_report_html
 
         text = render_report_html(rep, curves)

@@ -48,3 +48,12 @@ def test_html_report_renders_in_chromium(sweep, tmp_path):
     assert plots == 2 and rows == 7  # loss + eval/accuracy; one row per run
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(float)
     assert img.std() > 10
+
+
+def test_html_report_of_one_arm_is_a_page_not_markdown(sweep, tmp_path, capsys):
+    """Nothing to plot (one arm): still an HTML page, never the Markdown under an .html name."""
+    path = tmp_path / "one.html"
+    assert main(["report", str(sweep / "sweep" / "c"), "-o", str(path)]) == 0
+    text = path.read_text()
+    assert text.startswith("<!doctype html>") and "<h2>Overview</h2>" in text
+    assert "## Overview" not in text
