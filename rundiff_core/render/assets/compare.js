@@ -31,7 +31,7 @@
   var pending = data.figures.map(function (fig, i) {
     var el = document.getElementById("plot-" + i);
     var layout = {
-      title: { text: fig.metric + " (" + fig.group + ", goal: " + fig.goal + ")", font: { size: 14 } },
+      title: { text: fig.metric + " (" + fig.group + ", " + (fig.goal ? "goal: " + fig.goal : "direction unknown") + ")", font: { size: 14 } },
       xaxis: { title: { text: fig.x_label } },
       yaxis: { title: { text: fig.metric } },
       margin: { l: 60, r: 20, t: 40, b: 45 },
