@@ -97,8 +97,13 @@ def families(names: Iterable[str], min_size: int = FAMILY_MIN) -> dict[str, list
             if len(m) >= min_size}
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def _main_rank(name: str) -> int | None:
-    words = re.split(r"[^a-z0-9]+", name.lower())
+    """Its main word's place in MAIN_WORDS; words split at separators and at camelCase humps
+    (Spinning Up's `AverageEpRet` is a return, `LossPi` a loss)."""
+    words = re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower())
     last = words[-1] if words else ""
     for i, w in enumerate(MAIN_WORDS):
         if w in words:

@@ -49,3 +49,13 @@ def test_main_metric_prefers_loss_then_the_training_loss():
     assert main_metric(["val/ngram_1", "val/loss", "train/loss", "lr"]) == "train/loss"
     assert main_metric(["eval/accuracy", "lr"]) == "eval/accuracy"
     assert main_metric(["lr", "grad_norm"]) is None
+
+
+def test_main_metric_reads_camel_case_words():
+    """Spinning Up's columns: `AverageEpRet` is a return (a main word), `LossPi` a loss among
+    others — a two-run diff leads with the return, as rank does, instead of asking for `loss`."""
+    from rundiff_core.engines.selection import main_metric
+
+    names = ["AverageEpRet", "AverageTestEpRet", "EpLen", "LossPi", "LossQ", "MaxEpRet", "Time"]
+    assert main_metric(names) == "AverageEpRet"
+    assert main_metric(["valLoss", "valAcc"]) == "valLoss"
