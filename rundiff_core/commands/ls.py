@@ -110,43 +110,50 @@ def _bare_folder(raw: str) -> bool:
     return parse_address(raw).scheme is None and os.path.isdir(raw)
 
 
-def _rows_of(src: str, with_points: bool, headers: list[str],
-             unread: dict[str, str]) -> list[dict[str, Any]]:
-    """The runs an address names; a bare folder is searched as deep as its runs are
-    (rundiff_core.tree), every store below it listed, with a line per store kind. Files a
-    source looked at and could not read are added to `unread`."""
+def _runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple[Any, str | None]]:
+    """The runs an address names, each with the store it was found in; a bare folder is searched
+    as deep as its runs are (rundiff_core.tree), every store below it listed, with a line per
+    store kind. Files a source looked at and could not read are added to `unread`."""
     from ..resolve import load_runs, open_source
 
     if not _bare_folder(src):
-        return [summarize(r, with_points) for r in load_runs(src)]
+        return [(r, None) for r in load_runs(src)]
     from ..tree import search_tree
 
     found = search_tree(src)
     if not found.n_runs:  # nothing readable below: the usual error (and its hint) says why
-        rows = [summarize(r, with_points) for r in load_runs(src)]
+        runs = [(r, None) for r in load_runs(src)]
         headers += found.summary_lines()
-        return rows
+        return runs
     if len(found.stores) > 1 or found.exhausted or found.stores[0].path != os.path.abspath(src):
         headers += found.summary_lines()
-    rows = []
+    out = []
     for store in found.stores:
         source = open_source(store.address)
         unread.update(getattr(source, "unread_files", dict)())
-        for ref in store.refs:
-            row = summarize(source.load_run(ref), with_points)
-            row["store"] = store.address
-            rows.append(row)
-    return rows
+        out += [(source.load_run(ref), store.address) for ref in store.refs]
+    return out
 
 
 def listing(sources: list[str], with_points: bool = True, unread: dict[str, str] | None = None
             ) -> tuple[list[dict[str, Any]], list[str]]:
     """(one row per run, the lines saying where a folder's stores were found): what `ls` prints
-    as JSON and as text (the MCP `ls` tool answers the same). The files of a searched folder
-    that no reader understood go to `unread` ({path: what they look like})."""
+    as JSON and as text (the MCP `ls` tool answers the same). Runs are named as every command
+    names them (docs/names.md: below their common folder); the address says where each is. The
+    files of a searched folder that no reader understood go to `unread` ({path: what they look
+    like})."""
+    from ..engines.naming import name_runs
+
     headers: list[str] = []
     unread = {} if unread is None else unread
-    rows = [row for src in sources for row in _rows_of(src, with_points, headers, unread)]
+    found = [pair for src in sources for pair in _runs_of(src, headers, unread)]
+    name_runs([r for r, _ in found])
+    rows = []
+    for run, store in found:
+        row = summarize(run, with_points)
+        if store is not None:
+            row["store"] = store
+        rows.append(row)
     return rows, headers
 
 

@@ -121,9 +121,16 @@ def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:
 
 
 def _tails(rels: Sequence[tuple[str, ...]]) -> list[str]:
-    """Each relative path whole, its long parts shortened in the middle to fit NAME_MAX (`fit`);
-    where that makes two alike, the fewest last parts that still tell all of them apart."""
+    """Each relative path whole when all fit NAME_MAX; else, with one run per folder, the folder;
+    else its long parts shortened in the middle (`fit`); where that makes two alike, the fewest
+    last parts that still tell all of them apart."""
     whole = ["/".join(r) for r in rels]
+    if all(len(w) <= NAME_MAX for w in whole):
+        return whole
+    parents = ["/".join(r[:-1]) for r in rels]
+    if all(parents) and len(set(parents)) == len(set(whole)):
+        # one run per folder (a dated log file in each): the folder tells them apart
+        return [fit(p) for p in parents]
     fitted = [fit(w) for w in whole]
     if len(set(fitted)) == len(set(whole)):
         return fitted

@@ -97,7 +97,7 @@ def families(names: Iterable[str], min_size: int = FAMILY_MIN) -> dict[str, list
             if len(m) >= min_size}
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # `EpRet`, not `mAP`
 
 
 def _main_rank(name: str) -> int | None:
