@@ -16,9 +16,10 @@ import numpy as np
 from ..errors import MetricNotFoundError, UsageError
 from ..model import Run
 from ..redact import redact
-from .arms import Arm, ArmRules, is_identity_key, is_seed_key, parameters
+from .arms import Arm
 from .directions import GoalRules, declared_headline, goal_rules
 from .jsonable import jsonable
+from .parameters import ArmRules, is_identity_key, is_seed_key, parameters
 from .primary import skipped_text, uninformative
 from .selection import main_metric, natural_sorted
 from .stats import (
