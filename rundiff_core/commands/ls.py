@@ -112,31 +112,40 @@ def _bare_folder(raw: str) -> bool:
 
 def _rows_of(src: str, with_points: bool, headers: list[str],
              unread: dict[str, str]) -> list[dict[str, Any]]:
-    """The runs an address names; a bare folder is searched as deep as its runs are
-    (rundiff_core.tree), every store below it listed, with a line per store kind. Files a
-    source looked at and could not read are added to `unread`."""
+    """`ls`'s rows of the runs an address names (`runs_of`), each with its store when searched."""
+    rows = []
+    for run, store in runs_of(src, headers, unread):
+        row = summarize(run, with_points)
+        if store is not None:
+            row["store"] = store
+        rows.append(row)
+    return rows
+
+
+def runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple[Any, str | None]]:
+    """(run, the store it was found in) for every run an address names; a bare folder is searched
+    as deep as its runs are (rundiff_core.tree), every store below it listed, with a line per
+    store kind in `headers`. Files a source looked at and could not read are added to `unread`.
+    `rundiff serve` lists its runs with it, as `ls` does."""
     from ..resolve import load_runs, open_source
 
     if not _bare_folder(src):
-        return [summarize(r, with_points) for r in load_runs(src)]
+        return [(r, None) for r in load_runs(src)]
     from ..tree import search_tree
 
     found = search_tree(src)
     if not found.n_runs:  # nothing readable below: the usual error (and its hint) says why
-        rows = [summarize(r, with_points) for r in load_runs(src)]
+        runs = [(r, None) for r in load_runs(src)]
         headers += found.summary_lines()
-        return rows
+        return runs
     if len(found.stores) > 1 or found.exhausted or found.stores[0].path != os.path.abspath(src):
         headers += found.summary_lines()
-    rows = []
+    out: list[tuple[Any, str | None]] = []
     for store in found.stores:
         source = open_source(store.address)
         unread.update(getattr(source, "unread_files", dict)())
-        for ref in store.refs:
-            row = summarize(source.load_run(ref), with_points)
-            row["store"] = store.address
-            rows.append(row)
-    return rows
+        out += [(source.load_run(ref), store.address) for ref in store.refs]
+    return out
 
 
 def listing(sources: list[str], with_points: bool = True, unread: dict[str, str] | None = None
