@@ -7,6 +7,8 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from rundiff_core.errors import MissingDependencyError, UsageError
 
@@ -66,10 +68,24 @@ def url_of(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
-def serve(sources: Sequence[str], *, roots: Sequence[str] | None = None, host: str = "127.0.0.1",
-          port: int = 8770, token: str | None = None, stale: str = "30m",
-          allow_remote: bool = False, verbose: bool = False) -> int:
-    """Serve until interrupted."""
+@dataclass
+class Launch:
+    """A server ready to run: uvicorn's, its listening socket, and the URL to print."""
+
+    server: Any
+    sock: socket.socket
+    url: str
+    app: Any
+
+    def run(self) -> None:
+        self.server.run(sockets=[self.sock])
+
+
+def prepare(sources: Sequence[str], *, roots: Sequence[str] | None = None,
+            host: str = "127.0.0.1", port: int = 8770, token: str | None = None,
+            stale: str = "30m", allow_remote: bool = False, verbose: bool = False,
+            poll_every: float = 1.0) -> Launch:
+    """Check the flags, bind the socket and build the app (tests and the bench run it too)."""
     _require()
     import uvicorn
 
@@ -83,19 +99,30 @@ def serve(sources: Sequence[str], *, roots: Sequence[str] | None = None, host: s
     stale_after = _bridge.parse_duration(stale)
     sock = bind(host, port)
     bound = sock.getsockname()[1]
-    settings = Settings(sources, confinement, token, allowed_hosts(host, bound), stale_after)
+    settings = Settings(sources, confinement, token, allowed_hosts(host, bound), stale_after,
+                        poll_every)
     app = build_app(settings)
-    print(f"rundiff serve: {len(sources)} source(s); roots: {', '.join(confinement.roots)}",
-          file=sys.stderr)
+    config = uvicorn.Config(app, log_level="info" if verbose else "warning", access_log=verbose,
+                            lifespan="on")
+    return Launch(uvicorn.Server(config), sock, url_of(host, bound, token), app)
+
+
+def serve(sources: Sequence[str], *, roots: Sequence[str] | None = None, host: str = "127.0.0.1",
+          port: int = 8770, token: str | None = None, stale: str = "30m",
+          allow_remote: bool = False, verbose: bool = False) -> int:
+    """Serve until interrupted."""
+    launch = prepare(sources, roots=roots, host=host, port=port, token=token, stale=stale,
+                     allow_remote=allow_remote, verbose=verbose)
+    roots_shown = ", ".join(launch.app.state.catalog.confinement.roots)
+    print(f"rundiff serve: {len(launch.app.state.catalog.sources)} source(s); roots: "
+          f"{roots_shown}; read-only", file=sys.stderr)
     if not is_loopback(host):
         print(f"rundiff serve: listening on {host} — anyone who can reach it and has the token "
               "can read the runs", file=sys.stderr)
-    print(f"    {url_of(host, bound, token)}", flush=True)
-    config = uvicorn.Config(app, log_level="info" if verbose else "warning", access_log=verbose,
-                            lifespan="on")
-    server = uvicorn.Server(config)
+    print("rundiff serve: open this URL in a browser (Ctrl-C stops the server):", file=sys.stderr)
+    print(f"    {launch.url}", flush=True)
     try:
-        server.run(sockets=[sock])
+        launch.run()
     except KeyboardInterrupt:
         pass
     return 0
