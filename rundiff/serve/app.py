@@ -227,7 +227,8 @@ def build_app(settings: Settings) -> Starlette:
             stop.set()
 
     app = Starlette(routes=[
-        Route("/", index), Route("/assets/{name}", asset), Route("/api/runs", runs),
+        Route("/", index), Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Route("/assets/{name}", asset), Route("/api/runs", runs),
         Route("/api/compare", compare_view), Route("/api/rank", rank_view),
         Route("/api/report", report_view), Route("/api/events", events),
     ], lifespan=lifespan)
