@@ -152,6 +152,7 @@
       }).join("");
       g.value = keep;
       renderTable();
+      if (!window.rundiffRunsReady) window.rundiffRunsReadyAt = performance.now();
       window.rundiffRunsReady = true;
     });
   }
