@@ -105,8 +105,10 @@ def run_diff(a: str, b: str, *, metric: str | None, goal: Sequence[str], stat: s
 def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Sequence[str] | None,
                 maps: Sequence[str], proxy: Sequence[str], downstream: Sequence[str],
                 diagnostic: Sequence[str], project_file: str | None, align: str, x: str,
-                last: int, goals: Sequence[str], seeds: bool, curves: bool) -> Any:
-    """`rundiff compare ADDR…` (commands/compare.py); `goals` and `maps` as the CLI spells them."""
+                last: int, goals: Sequence[str], seeds: bool, curves: bool,
+                at: float | None = None) -> Any:
+    """`rundiff compare ADDR…` (commands/compare.py); `goals` and `maps` as the CLI spells them;
+    `at`: the student read at that step (≤ its current one)."""
     from rundiff_core.engines.compare import run_compare as _run_compare
     from rundiff_core.engines.directions import goal_rules
     from rundiff_core.engines.metricnames import parse_maps
@@ -117,8 +119,44 @@ def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Seque
     return _run_compare(
         arms, metrics=list(metrics) if metrics else None, maps=parse_maps(list(maps)),
         student=student_index, align=align, x=x, rules=rules, goals=goal_rules(list(goals), project_file),
-        last_k=last, curves=curves,
+        last_k=last, curves=curves, at=at,
     )
+
+
+def run_compare_runs(addresses: Sequence[str], *, student: str | None,
+                     metrics: Sequence[str] | None, at: float | None) -> Any:
+    """`compare` of runs ticked one by one (`rundiff serve`'s selection): runs that are seeds of
+    one arm by the CLI's arm rule (`load_arm`: declared siblings, seed folders, equal configs)
+    are one arm of the ticked seeds only; every other run is its own arm. `student` is one of
+    the addresses."""
+    from rundiff_core.engines.arms import Arm, label_arms, runs_apart
+    from rundiff_core.engines.compare import run_compare as _run_compare
+    from rundiff_core.engines.directions import goal_rules
+    from rundiff_core.engines.roles import build_rules
+
+    groups: list[tuple[set[str], Any, list[Any]]] = []  # (the arm's runs, its arm, ticked runs)
+    for raw in dict.fromkeys(addresses):
+        arm = load_arm(raw, siblings=True)
+        run = arm.primary
+        for members, _arm, ticked in groups:
+            if run.address in members:
+                if all(r.address != run.address for r in ticked):
+                    ticked.append(run)
+                break
+        else:
+            groups.append(({r.address for r in arm.seeds}, arm, [run]))
+    arms = [Arm(address=ticked[0].address, primary=ticked[0], seeds=ticked,
+                how=arm.how if len(ticked) > 1 else "one run") for _m, arm, ticked in groups]
+    rule = grouping(True)
+    label_arms(arms, rule)
+    arms = runs_apart(arms)
+    index = None
+    if student is not None:
+        found = [i for i, arm in enumerate(arms) if student in {r.address for r in arm.seeds}]
+        index = found[0] if found else None
+    return _run_compare(arms, metrics=list(metrics) if metrics else None, student=index,
+                        rules=build_rules([], [], [], None), goals=goal_rules([], None),
+                        curves=True, at=at)
 
 
 def run_rank(addresses: Sequence[str], *, metrics: Sequence[str] | None, goal: Sequence[str],
@@ -277,6 +315,81 @@ def ls_listing(addresses: Sequence[str], points: bool) -> tuple[list[dict[str, A
     rows, headers = listing(list(addresses), points)
     _checked(r["address"] for r in rows)
     return rows, "".join(line + "\n" for line in text_lines(rows, headers))
+
+
+def listed_runs(address: str) -> tuple[list[tuple[Any, str | None]], list[str], dict[str, str]]:
+    """The runs `rundiff ls ADDRESS` lists, as (run, store) pairs, with the lines saying where a
+    folder's stores were found and the files left unread (commands/ls.py's own search)."""
+    from rundiff_core.commands.ls import runs_of
+
+    headers: list[str] = []
+    unread: dict[str, str] = {}
+    pairs = runs_of(address, headers, unread)
+    _checked(run.address for run, _store in pairs)
+    return pairs, headers, unread
+
+
+def ls_row(run: Any, store: str | None) -> dict[str, Any]:
+    """A run's row of `rundiff ls --format json` (with its points), parsed back."""
+    from rundiff_core.commands.ls import summarize
+
+    row = summarize(run, True)
+    if store is not None:
+        row["store"] = store
+    return as_json(row)
+
+
+def reload_run(address: str) -> list[Any]:
+    """A run read again from its address (its files grew)."""
+    return load_runs(address)
+
+
+def run_table(runs: Sequence[Any], *, now: float, stale_after: float) -> dict[str, Any]:
+    """The columns `rundiff serve`'s run table adds to `ls` (engines/runtable.py), as JSON."""
+    from rundiff_core.engines.runtable import run_table as _run_table
+
+    return as_json(_run_table(runs, now=now, stale_after=stale_after).to_dict())
+
+
+def newest_write(run: Any) -> float | None:
+    """When the run's files were last written (the watch engine's freshness check)."""
+    from rundiff_core.engines.watch import newest_write as _newest_write
+
+    return _newest_write(run)
+
+
+def found_in(addresses: Sequence[str]) -> str:
+    from rundiff_core.engines.naming import found_in as _found_in
+
+    return _found_in(list(addresses))
+
+
+def parse_duration(text: str) -> float:
+    from rundiff_core.engines.watch import parse_duration as _parse
+
+    return _parse(text)
+
+
+def figure_json(figure: Any) -> dict[str, Any]:
+    """A compare figure as the plotly-ready JSON the compare page draws (compare_html)."""
+    from rundiff_core.render.compare_html import figure_json as _figure_json
+
+    return _figure_json(figure)
+
+
+def report_page(addresses: Sequence[str], *, metrics: Sequence[str] | None, step: float | None
+                ) -> str:
+    """The HTML `rundiff report SRC… -o report.html` writes (commands/report.py), as a string."""
+    from rundiff_core.engines.directions import goal_rules
+    from rundiff_core.engines.report import build_report, report_curves
+    from rundiff_core.render.report_html import render_report_html
+
+    rule = grouping(True)
+    goals = goal_rules([], None)  # as the CLI's goals_from: the nearest rundiff.toml's [goals]
+    runs = load_sources(list(addresses), arms=rule)
+    rep = build_report(runs, metrics=list(metrics) if metrics else None, grouping=rule,
+                       goal=goals, at=step)
+    return render_report_html(rep, report_curves(rep, runs, rule, goals))
 
 
 def detect_path(path: str) -> tuple[dict[str, Any], str]:

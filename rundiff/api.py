@@ -117,17 +117,19 @@ def compare(*addresses: str, metric: str | Sequence[str] | None = None, student:
             downstream: Sequence[str] = (), diagnostic: Sequence[str] = (),
             project_file: str | None = None, align: str = "nearest", x: str = "step",
             last: int = 10, goals: Goal = None, seeds: bool = True,
-            precision: int = 4, trace: bool = False, smooth: float = 0.0) -> CompareResult:
+            precision: int = 4, trace: bool = False, smooth: float = 0.0,
+            step: float | None = None) -> CompareResult:
     """`rundiff compare ADDR…`: every baseline read at the student's current step (the run still
     training, or `student=`). `metric` is one name or several; `maps={"logged": "metric"}`,
-    `goals={"metric": "min"}`; `smooth` affects plots only."""
+    `goals={"metric": "min"}`; `smooth` affects plots only; `step` reads every baseline where the
+    student stood at that step (≤ its current one)."""
     if not 0.0 <= smooth < 1.0:
         raise _usage("smooth must be in [0, 1)", hint="TensorBoard's default is 0.6")
     raw = _bridge.run_compare(
         _addresses(addresses), student=student, metrics=_metrics(metric),
         maps=[f"{k}={v}" for k, v in (maps or {}).items()], proxy=proxy, downstream=downstream,
         diagnostic=diagnostic, project_file=project_file, align=align, x=x, last=last,
-        goals=_goal(goals), seeds=seeds, curves=True,
+        goals=_goal(goals), seeds=seeds, curves=True, at=step,
     )
     return CompareResult(raw, precision=precision, trace=trace, smooth=smooth)
 

@@ -29,7 +29,7 @@ _CODE = re.compile(r"`([^`<>]+)`")
 _STRONG = re.compile(r"\*\*([^*<>]+)\*\*")
 
 
-def _notebook_html(markdown: str) -> str:
+def notebook_html(markdown: str) -> str:
     """The report's Markdown as HTML, with the spans rundiff writes that the core's small
     converter leaves as text: `_emphasis_` paragraphs, `[^N]` footnote marks, code, bold."""
     body = _EMPHASIS.sub(r"<p><em>\1</em></p>", _bridge.markdown_to_html(markdown))
@@ -85,7 +85,7 @@ class Result:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        return _notebook_html(self.to_markdown())
+        return notebook_html(self.to_markdown())
 
     def __str__(self) -> str:
         return self.to_markdown()

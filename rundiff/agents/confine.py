@@ -47,14 +47,16 @@ class Confinement:
 
     roots: tuple[str, ...]
     allow_remote: bool = False
+    command: str = "rundiff mcp"  # the server the hints tell to restart
 
     @classmethod
-    def of(cls, roots: Sequence[str] | None = None, *, allow_remote: bool = False) -> Confinement:
+    def of(cls, roots: Sequence[str] | None = None, *, allow_remote: bool = False,
+           command: str = "rundiff mcp") -> Confinement:
         chosen = list(roots or [os.getcwd()])
         for r in chosen:
             if not os.path.isdir(r):
                 raise UsageError(f"--root {r} is not a folder", hint="give an existing folder")
-        return cls(tuple(dict.fromkeys(_real(r) for r in chosen)), allow_remote)
+        return cls(tuple(dict.fromkeys(_real(r) for r in chosen)), allow_remote, command)
 
     def _inside(self, path: str) -> bool:
         real = _real(path)
@@ -66,14 +68,14 @@ class Confinement:
         if not self._inside(path):
             raise OutsideRootsError(
                 f"{shown or path} is outside the folders this server may read",
-                hint="roots: " + ", ".join(self.roots) + " — restart `rundiff mcp` with "
+                hint="roots: " + ", ".join(self.roots) + f" — restart `{self.command}` with "
                 "--root DIR to add one")
 
     def _remote(self, raw: str, what: str) -> None:
         if not self.allow_remote:
             raise OutsideRootsError(
                 f"{raw} names {what}, and this server reads local files only",
-                hint="restart `rundiff mcp` with --allow-remote to let it contact tracking "
+                hint=f"restart `{self.command}` with --allow-remote to let it contact tracking "
                 "servers, or give a path under " + ", ".join(self.roots))
 
     def check_address(self, raw: str) -> None:

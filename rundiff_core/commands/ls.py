@@ -110,10 +110,11 @@ def _bare_folder(raw: str) -> bool:
     return parse_address(raw).scheme is None and os.path.isdir(raw)
 
 
-def _runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple[Any, str | None]]:
-    """The runs an address names, each with the store it was found in; a bare folder is searched
+def runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple[Any, str | None]]:
+    """(run, the store it was found in) for every run an address names; a bare folder is searched
     as deep as its runs are (rundiff_core.tree), every store below it listed, with a line per
-    store kind. Files a source looked at and could not read are added to `unread`."""
+    store kind in `headers`. Files a source looked at and could not read are added to `unread`.
+    `rundiff serve` lists its runs with it, as `ls` does."""
     from ..resolve import load_runs, open_source
 
     if not _bare_folder(src):
@@ -127,7 +128,7 @@ def _runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple
         return runs
     if len(found.stores) > 1 or found.exhausted or found.stores[0].path != os.path.abspath(src):
         headers += found.summary_lines()
-    out = []
+    out: list[tuple[Any, str | None]] = []
     for store in found.stores:
         source = open_source(store.address)
         unread.update(getattr(source, "unread_files", dict)())
@@ -146,7 +147,7 @@ def listing(sources: list[str], with_points: bool = True, unread: dict[str, str]
 
     headers: list[str] = []
     unread = {} if unread is None else unread
-    found = [pair for src in sources for pair in _runs_of(src, headers, unread)]
+    found = [pair for src in sources for pair in runs_of(src, headers, unread)]
     name_runs([r for r, _ in found])
     rows = []
     for run, store in found:

@@ -179,11 +179,19 @@ def watch_facts(run: Run, prev_step: float | None) -> WatchFacts:
                       {k: float(run.series(k)[1][-1]) for k in losses})
 
 
-def _freshness(run: Run, now: float, newest: float | None) -> float | None:
+def newest_write(run: Run) -> float | None:
+    """When the run's files were last written (the newest mtime below its path; None: no path
+    on disk). `watch` reads freshness from it; `rundiff serve` polls it to see a run grow."""
     path = run.meta.get("path")
-    if isinstance(path, str) and os.path.exists(path):
-        mtime = max((os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs),
-                    default=os.path.getmtime(path))
+    if not (isinstance(path, str) and os.path.exists(path)):
+        return None
+    return max((os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs),
+               default=os.path.getmtime(path))
+
+
+def _freshness(run: Run, now: float, newest: float | None) -> float | None:
+    mtime = newest_write(run)
+    if mtime is not None:
         newest = max(newest or 0.0, mtime)
     return None if newest is None else now - newest
 

@@ -48,21 +48,23 @@ def test_every_builtin_command_and_format_comes_from_the_builtins_plugin(isolate
     row = next(p for p in json.loads(capsys.readouterr().out)["plugins"] if p["name"] == "builtins")
     assert row["builtin"] and row["module"] == "rundiff_core.builtins" and row["package"] == "rundiff"
     assert row["commands"] == [n for n, owner in owners.items() if owner == "builtins"]
-    # no built-in command bypasses the hook: `mcp` comes from the rundiff package's own plugin
-    assert set(row["commands"]) == set(owners) - {"mcp"} and owners["mcp"] == "agents"
+    # no built-in command bypasses the hook: `mcp` and `serve` come from the rundiff package's
+    # own plugin
+    assert set(row["commands"]) == set(owners) - {"mcp", "serve"}
+    assert owners["mcp"] == owners["serve"] == "agents"
     assert row["reporters"] == ["md", "json", "csv"]
     assert set(row["hooks"]) == {"rundiff_register_commands", "rundiff_register_reporters"}
 
 
 def test_mcp_comes_from_the_rundiff_package_through_the_command_hook(isolated_plugins, capsys):
-    """The core never imports `rundiff`: the package adds `mcp` as a plugin of its own, listed
-    after the core's commands (where `rundiff --help` always showed it)."""
+    """The core never imports `rundiff`: the package adds `mcp` and `serve` as a plugin of its
+    own, listed after the core's commands (where `rundiff --help` always showed `mcp`)."""
     assert "rundiff.agents" in DEFAULT_PLUGINS
-    assert list(_subcommands(build_parser()))[-1] == "mcp"
+    assert list(_subcommands(build_parser()))[-2:] == ["mcp", "serve"]
     assert main(["plugins", "--all"]) == 0
     row = next(p for p in json.loads(capsys.readouterr().out)["plugins"] if p["name"] == "agents")
     assert row["builtin"] and row["module"] == "rundiff.agents" and row["package"] == "rundiff"
-    assert row["commands"] == ["mcp"] and row["hooks"] == ["rundiff_register_commands"]
+    assert row["commands"] == ["mcp", "serve"] and row["hooks"] == ["rundiff_register_commands"]
     assert main(["plugins"]) == 0  # third-party plugins only: not there
     assert "agents" not in {p["name"] for p in json.loads(capsys.readouterr().out)["plugins"]}
 

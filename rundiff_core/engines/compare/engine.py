@@ -19,6 +19,7 @@ from ..arms import Arm
 from ..directions import GoalRules
 from ..roles import GroupRules
 from .alignment import align_metrics
+from .at_step import read_at
 from .axis import _Axis
 from .classify import classify
 from .goals import decide_goals
@@ -45,9 +46,11 @@ def run_compare(
     last_k: int = 10,
     curves: bool = False,
     show_all: bool = False,
+    at: float | None = None,
 ) -> CompareResult:
     """Compare arms at the student's current x; see the module docstring for the rules.
 
+    `at` reads the student as it stood at that x (≤ its current x; `at_step`).
     Each phase takes what the ones before it found; its module's docstring says what it decides.
     """
     req = check_request(arms, align, last_k, rules, goals)
@@ -57,6 +60,8 @@ def run_compare(
     roles = classify(req, keys, names)  # proxy, downstream or diagnostic: the candidates
     loaded = load_series(req, keys, names, roles, axis)  # every series on the chosen axis
     chosen = pick_student(req, names, roles, loaded, student, keys.asked is None, axis)
+    if at is not None:
+        chosen = read_at(req, loaded, chosen, at, axis)
     directions = decide_goals(req, names, chosen)  # which way is better, per compared metric
     tables = align_metrics(req, names, roles, loaded, chosen, directions, align, axis, last_k)
     trends = measure_trends(req, chosen, tables, loaded, align, last_k, axis)
