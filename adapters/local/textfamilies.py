@@ -17,6 +17,7 @@ text log), and at least one key has two points (a lone `DPO examples: train=1282
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .lazy import pd
 from .textshare import MIN_RECORD_SHARE
@@ -26,11 +27,12 @@ OTHER_PREFIX = "log/"
 
 
 def other_family(path: str, name: str, lines: list[str], is_framework: Callable[[str], bool],
-                 framework_keys: set[str]) -> tuple[pd.DataFrame | None, list[str]]:
+                 framework_keys: set[str], sniff_text: Callable[..., Any],
+                 read_text_log: Callable[..., tuple[pd.DataFrame, list[str]]]
+                 ) -> tuple[pd.DataFrame | None, list[str]]:
     """(the records of `lines` that are not the framework's, read by the generic text grammar, or
-    None; notes). `framework_keys`: the keys the framework's records gave."""
-    from .textlog import read_text_log, sniff_text
-
+    None; notes). `framework_keys`: the keys the framework's records gave; `sniff_text` and
+    `read_text_log`: textlog's (passed in: textlog calls this module)."""
     rest = [ln for ln in lines if ln.strip() and not is_framework(ln)]
     if not rest:
         return None, []

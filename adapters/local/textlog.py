@@ -723,7 +723,8 @@ def _with_other_family(path: str, name: str, grammar: Grammar, given: list[str] 
 
     lines = [ln for ln in _lines(path, given) if not _PROGRESS.search(ln)]
     other, more = other_family(path, name, lines, is_framework,
-                               {str(k) for k in frame["key"].unique()} if len(frame) else set())
+                               {str(k) for k in frame["key"].unique()} if len(frame) else set(),
+                               sniff_text, read_text_log)
     if other is None:
         return frame, notes
     return (pd.concat([frame, other], ignore_index=True) if len(frame) else other), notes + more
