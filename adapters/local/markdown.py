@@ -17,7 +17,7 @@ indent, as CommonMark has it); a section holds
 Who is a run: the sections that hold numbers are one run each (`FILE#HEADING`, the heading as it
 was written) when they are alike — two or more at one heading level, with distinct names that do
 not name a part of one run (`Train`, `Test`, `Parameters`), sharing most of their keys —, the rule
-JSON documents' sections follow (`layouts/files.py`). Otherwise the file is one run. A file with
+JSON documents' sections follow (`shapes/files.py`). Otherwise the file is one run. A file with
 no numbers in records, tables or logs (a README, notes in prose) is no run, and passed over.
 """
 

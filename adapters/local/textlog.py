@@ -94,15 +94,21 @@ class Record:
 
 
 # What loggers put before a message: ANSI colours, a timestamp (`2018-03-12 18:42:12,654`,
-# `[2024-01-02T03:04:05]`), a level (`INFO`, `[INFO]`, `INFO:root:`), a leading `- ` bullet.
+# `[2024-01-02T03:04:05]`, `12/06/2022 14:01:36`: the transformers example scripts' datefmt
+# `%m/%d/%Y %H:%M:%S`), a level (`INFO`, `[INFO]`, `INFO:root:`), the logger's name after the
+# level (`INFO - training.trainer_base - `: their format `%(asctime)s - %(levelname)s - %(name)s
+# - %(message)s`), a leading `- ` bullet.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_PREFIX = re.compile(
-    r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*[:|,-]?\s*)?"
+    r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}/\d{4} )?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*"
+    r"[:|,-]?\s*)?"
     r"(?:(?:[A-Za-z_][\w.]*\s+(?=(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b))?"  # `SSD.trainer `
-    r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?\s*[:|-]?\s*)?"
+    r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?"
+    r"(?:\s+-\s+[A-Za-z_][\w.]*(?=\s+-\s))?\s*[:|-]?\s*)?"  # `INFO - __main__ - `
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
-# The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`)
-_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2} )?\d{2}:\d{2}:\d{2}")
+# The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`,
+# `12/06/2022 14:01:36`)
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}(?:/\d{4})? )?\d{2}:\d{2}:\d{2}")
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
@@ -580,7 +586,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         return rundiff_core.empty_history(), [f"{name}: not a text log with a step field; skipped"]
     reader = _READERS.get(grammar.framework or "")
     if reader is not None:
-        return reader(path, name, grammar, lines)
+        frame, notes = reader(path, name, grammar, lines)
+        return _with_other_family(path, name, grammar, lines, frame, notes)
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []
@@ -697,6 +704,32 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
 
 
 # -- framework readers ----------------------------------------------------------------------------
+#: Whether a line is one of a framework's records (what its reader reads; textfamilies reads the rest)
+_FRAMEWORK_LINE = {
+    "hf-dict": lambda ln: _dict_record(ln) is not None,
+    "fairseq": lambda ln: bool(_fairseq_json_row(ln) or _FAIRSEQ.search(ln)),
+    "torchtune-tqdm": lambda ln: bool(_TT_TQDM.match(ln)),
+}
+
+
+def _with_other_family(path: str, name: str, grammar: Grammar, given: list[str] | None,
+                       frame: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The framework's records, and the records of another grammar the file holds beside them
+    (textfamilies: kept as their own series)."""
+    is_framework = _FRAMEWORK_LINE.get(grammar.framework or "")
+    if is_framework is None:
+        return frame, notes
+    from .textfamilies import other_family
+
+    lines = [ln for ln in _lines(path, given) if not _PROGRESS.search(ln)]
+    other, more = other_family(path, name, lines, is_framework,
+                               {str(k) for k in frame["key"].unique()} if len(frame) else set(),
+                               sniff_text, read_text_log)
+    if other is None:
+        return frame, notes
+    return (pd.concat([frame, other], ignore_index=True) if len(frame) else other), notes + more
+
+
 def _lines(path: str, given: list[str] | None = None):  # noqa: ANN202 - yields str
     """The file's lines (text mode splits at \\n, \\r\\n and \\r alike), or the `given` ones."""
     if given is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from rundiff_adapters.local.documents import document_parts, printed_table
-from rundiff_adapters.local.layouts.files import is_metadata_file
+from rundiff_adapters.local.shapes.files import is_metadata_file
 
 from rundiff_core.cli import main
 from rundiff_core.resolve import load_runs

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from rundiff_adapters.local.layouts import files as files_layout
-from rundiff_adapters.local.layouts.file_groups import prefix_groups
+from rundiff_adapters.local.shapes import files as files_layout
+from rundiff_adapters.local.shapes.file_groups import prefix_groups
 
 from rundiff_core import LayoutFolder
 from rundiff_core.cli import main

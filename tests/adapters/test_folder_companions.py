@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rundiff_adapters.local.layouts.files import sniff_files
+from rundiff_adapters.local.shapes.files import sniff_files
 
 WILD = Path(__file__).resolve().parents[1] / "fixtures" / "wild"
 
@@ -51,7 +51,7 @@ def test_a_sub_folder_of_event_files_is_the_run_s_own_scalars(capsys):
 def test_only_sub_folders_of_event_files_alone_are_owned():
     # alynxx/SSD outputs/: log.txt beside tf_logs/ (event files only: owned) and pipes/,
     # vgg_ssd300_voc0712/ (output folders of other launches, with logs of their own: not owned)
-    from rundiff_adapters.local.layouts.files import _event_folders
+    from rundiff_adapters.local.shapes.files import _event_folders
 
     from rundiff_core import LayoutFolder
 

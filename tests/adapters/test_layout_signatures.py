@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from rundiff_adapters.local import discover
 from rundiff_adapters.local.layouts import BUILTIN
 from rundiff_adapters.local.layouts.common import name_matches
-from rundiff_adapters.local.layouts.files import sniff_files
+from rundiff_adapters.local.shapes.files import sniff_files
 from rundiff_adapters.local.sniff import SNIFF_BYTES, may_be_text_log, read_head
 
 from rundiff_core import LayoutFolder, PluginError, walk_dirs
@@ -203,5 +203,5 @@ def test_a_large_file_is_left_to_the_text_log_sniff(tmp_path):
 def test_the_files_layout_finds_the_same_runs_without_the_cheap_check(monkeypatch):
     folders = _real_folders()
     found = [sniff_files(path, files) for path, files, _ in folders]
-    monkeypatch.setattr("rundiff_adapters.local.layouts.files.may_be_text_log", lambda head: True)
+    monkeypatch.setattr("rundiff_adapters.local.shapes.files.may_be_text_log", lambda head: True)
     assert [sniff_files(path, files) for path, files, _ in folders] == found

@@ -484,7 +484,7 @@ def _hostile_db() -> bytes:
 def test_hostile_bytes_never_raise_past_the_reader(tmp_path_factory):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
-    from rundiff_adapters.local.layouts import sqlite_store
+    from rundiff_adapters.local.shapes import sqlite_store
     from rundiff_adapters.mlflow.sqlite_salvage import recover
 
     clean = _hostile_db()

@@ -1,4 +1,4 @@
-"""local: SQLite stores recognised by their schema (adapters/local/layouts/sqlite_store.py).
+"""local: SQLite stores recognised by their schema (adapters/local/shapes/sqlite_store.py).
 
 Optuna study stores are written here by the installed Optuna (ask/tell, so every trial state is
 there: complete, pruned, failed, running, waiting; float, log-float, int and categorical params;
@@ -24,7 +24,7 @@ import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
-from rundiff_adapters.local.layouts import sqlite_store
+from rundiff_adapters.local.shapes import sqlite_store
 
 from rundiff_core.cli import main
 from rundiff_core.detect import collect_claims

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rundiff_adapters.local.layouts.owned_events import events_folder
 from rundiff_adapters.local.log_config import printed_config
+from rundiff_adapters.local.shapes.owned_events import events_folder
 from rundiff_adapters.local.textlog import parse_line
 
 from rundiff_core.cli import main

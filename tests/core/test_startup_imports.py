@@ -162,8 +162,8 @@ def test_detect_on_a_run_imports_no_engine_at_all(journal_run):
     assert _heavy(got["modules"]) == set()
     assert _scan(got["modules"]) == set()
     assert _imported(got["modules"], NOT_FOR_DETECT) == set()
-    assert {"rundiff_adapters.local.layouts.files", "rundiff_adapters.local.layouts.lmeval",
-            "rundiff_adapters.local.layouts.column_lists"} <= got["modules"]  # the control
+    assert {"rundiff_adapters.local.shapes.files", "rundiff_adapters.local.layouts.lmeval",
+            "rundiff_adapters.local.shapes.column_lists"} <= got["modules"]  # the control
 
 
 @pytest.mark.parametrize("name", [name for name, _module, _help in COMMANDS])

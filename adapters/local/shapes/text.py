@@ -14,8 +14,8 @@ import os
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, log_head_config, split_metadata
 
+from ..layouts.common import Meta, read_config_files
 from ..lazy import pd
-from .common import Meta, read_config_files
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:

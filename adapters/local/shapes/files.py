@@ -12,6 +12,7 @@ import rundiff_core  # the data model (numpy) loads when a log is read, not to s
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
 from ..documents import SETTING_SECTIONS, document_parts
+from ..layouts.common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 from ..lazy import pd
 from ..shape import ColumnLists
 from ..sniff import (
@@ -23,7 +24,6 @@ from ..sniff import (
     read_table,
     sniff_table,
 )
-from .common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
 from .owned_events import events_folder
 

@@ -23,8 +23,8 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
+from ..layouts.common import Meta
 from ..lazy import np, pd
-from .common import Meta
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:

@@ -38,8 +38,8 @@ from typing import Any
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
+from ..layouts.common import Meta, name_matches
 from ..lazy import pd
-from .common import Meta, name_matches
 
 LAYOUT = "sqlite-store"
 SQLITE_MAGIC = b"SQLite format 3\x00"

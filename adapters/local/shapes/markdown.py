@@ -8,8 +8,8 @@ import os
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
+from ..layouts.common import Meta, read_config_files
 from ..lazy import pd
-from .common import Meta, read_config_files
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
