@@ -33,6 +33,8 @@ VALUE_MAX = 16
 """Characters a parameter value takes in a label before it is shortened with `…`."""
 
 _DIGITS_END = re.compile(r"\d+$")
+_COUNTER_ONLY = re.compile(r"^(?:seed|s|run|rep|trial|version|v)?[-_]?\d+$", re.I)
+"""A name that is only a counter (`seed-0`, `run_3`, `7`): no name on its own, without its folder."""
 _DIGITS_START = re.compile(r"^\d+")
 _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*:(?!//)")
 _WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
@@ -122,8 +124,8 @@ def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:
 
 def _tails(rels: Sequence[tuple[str, ...]]) -> list[str]:
     """Each relative path whole when all fit NAME_MAX; else, with one run per folder, the folder;
-    else its long parts shortened in the middle (`fit`); where that makes two alike, the fewest
-    last parts that still tell all of them apart."""
+    else the fewest last parts that tell them apart, when those fit; else its long parts
+    shortened in the middle (`fit`)."""
     whole = ["/".join(r) for r in rels]
     if all(len(w) <= NAME_MAX for w in whole):
         return whole
@@ -131,6 +133,11 @@ def _tails(rels: Sequence[tuple[str, ...]]) -> list[str]:
     if all(parents) and len(set(parents)) == len(set(whole)):
         # one run per folder (a dated log file in each): the folder tells them apart
         return [fit(p) for p in parents]
+    for k in range(1, max(len(r) for r in rels)):  # the fewest last parts, when they fit whole
+        tails = ["/".join(r[-k:]) for r in rels]
+        if len(set(tails)) == len(set(whole)) and all(len(t) <= NAME_MAX for t in tails) \
+                and not any(_COUNTER_ONLY.match(t) for t in tails):
+            return tails
     fitted = [fit(w) for w in whole]
     if len(set(fitted)) == len(set(whole)):
         return fitted
