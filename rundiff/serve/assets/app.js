@@ -59,7 +59,7 @@
       var c = cols[r.address] || {};
       return { address: r.address, name: c.label || r.name, adapter: r.adapter, status: r.status,
                last_step: c.last_step, age: c.age, age_seconds: c.age_seconds, marks: c.marks || [],
-               headline: c.headline, params: c.params || {}, alive: c.alive };
+               headline: c.headline, params: c.params || {}, alive: c.alive, read: c.read !== false };
     });
   }
   function columns() {
@@ -92,6 +92,8 @@
       var live = row.alive && row.status === "running" ? ' <span class="mark running">live</span>' : "";
       return "<td>" + esc(v) + live + marks + "</td>";
     }
+    if (!row.read && (key === "age_seconds" || key === "last_step" || key === "headline"))
+      return '<td class="num pending" title="reading its history…">…</td>';
     if (key === "age_seconds") return '<td class="num">' + esc(row.age ? row.age + " ago" : "") + "</td>";
     if (key === "last_step" || key === "headline") return '<td class="num">' + esc(num(v)) + "</td>";
     return "<td>" + esc(v) + "</td>";
@@ -138,12 +140,18 @@
         esc(e.message) + (e.hint ? " (hint: " + esc(e.hint) + ")" : "") + "</td></tr>");
     });
     $("runs").tBodies[0].innerHTML = html.join("");
+    var ld = listing.loading || { done: true };
     $("count").textContent = rows.length + " of " + listing.runs.length + " runs" +
-      (state.sel.length ? ", " + state.sel.length + " selected" : "");
+      (state.sel.length ? ", " + state.sel.length + " selected" : "") +
+      (ld.done ? "" : " — reading… (" + ld.read + " of " + ld.listed + " histories read)");
     $("compare-btn").disabled = state.sel.length < 2;
   }
-  function loadRuns() {
-    return getJSON("api/runs").then(function (data) {
+  var runsBusy = null, runsAgain = false;
+  function loadRuns() {  // one listing request at a time; events that come meanwhile ask once more
+    if (runsBusy) { runsAgain = true; return runsBusy; }
+    runsBusy = getJSON("api/runs").then(function (data) {
+      runsBusy = null;
+      if (runsAgain) { runsAgain = false; loadRuns(); }
       listing = data;
       $("found").textContent = data.found_in ? "runs in " + data.found_in : "";
       var g = $("group"), keep = state.group;
@@ -152,9 +160,16 @@
       }).join("");
       g.value = keep;
       renderTable();
-      if (!window.rundiffRunsReady) window.rundiffRunsReadyAt = performance.now();
-      window.rundiffRunsReady = true;
+      if (!window.rundiffRunsReady && (data.runs.length || !data.loading || data.loading.done)) {
+        window.rundiffRunsReadyAt = performance.now();  // the first rows painted
+        window.rundiffRunsReady = true;
+      }
+      if (data.loading && data.loading.done && !window.rundiffRunsComplete) {
+        window.rundiffRunsCompleteAt = performance.now();  // every row, every column
+        window.rundiffRunsComplete = true;
+      }
     });
+    return runsBusy;
   }
 
   // -- the compare view --------------------------------------------------------------------------
