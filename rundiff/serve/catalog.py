@@ -32,7 +32,9 @@ log = logging.getLogger("rundiff.serve")
 SCHEMA = "rundiff.serve.runs/1"
 ENDED = ("finished", "crashed")
 HISTORY = 256  # changes remembered for the event stream
-BATCH_SECONDS = 0.4  # a batch of newly read runs is shown at least this often
+BATCH_SECONDS = 0.4  # a batch of newly read runs is shown at least this often…
+BATCH_PER_RUN = 0.001  # …and no more often than 1 ms per listed run (each batch rebuilds the
+# listing, which competes with the reading for the interpreter)
 REFRESH_SECONDS = 30.0  # a run that has not ended has its row's state read again this often
 
 
@@ -89,6 +91,9 @@ class Catalog:
             self.changes.append((self.version, list(changed)))
             del self.changes[:-HISTORY]
 
+    def _batch_seconds(self) -> float:
+        return max(BATCH_SECONDS, BATCH_PER_RUN * len(self.entries))
+
     def _load_all(self) -> None:
         try:
             for src in self.sources:
@@ -108,7 +113,7 @@ class Catalog:
                 for run, store in _bridge.iter_listed_runs(src, headers, {}):
                     pending.append(Entry(src, run, store, _bridge.ls_row(run, store, False),
                                          _bridge.newest_write(run)))
-                    if time.monotonic() - shown > BATCH_SECONDS:
+                    if time.monotonic() - shown > self._batch_seconds():
                         self._publish(pending)
                         pending, shown = [], time.monotonic()
         except RundiffError as exc:
@@ -131,7 +136,7 @@ class Catalog:
             if entry.state is None:
                 self._read_state(entry)
                 dirty = True
-            if dirty and time.monotonic() - shown > BATCH_SECONDS:
+            if dirty and time.monotonic() - shown > self._batch_seconds():
                 self._publish([])
                 shown, dirty = time.monotonic(), False
 

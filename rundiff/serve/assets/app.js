@@ -45,6 +45,12 @@
     history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
   }
 
+  function whenPlotly() {  // plotly.js loads after the run table (index.html): wait for it
+    if (window.Plotly) return Promise.resolve();
+    return new Promise(function (done) {
+      $("plotly-js").addEventListener("load", function () { done(); }, { once: true });
+    });
+  }
   function getJSON(url) {
     return fetch(url, { credentials: "same-origin" }).then(function (r) {
       return r.json().then(function (d) { d.__status = r.status; return d; });
@@ -188,7 +194,8 @@
     var mine = ++seq, width = Math.max(300, Math.min(2000, $("plot").clientWidth || 1000));
     var q = query({ smooth: String(state.smooth), width: String(width) });
     $("save").href = "api/report?" + query();
-    return getJSON("api/compare?" + q).then(function (d) {
+    return Promise.all([getJSON("api/compare?" + q), whenPlotly()]).then(function (got) {
+      var d = got[0];
       if (mine !== seq) return;
       if (d.error) {
         $("compare-status").textContent = "";
