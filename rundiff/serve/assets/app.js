@@ -91,7 +91,9 @@
     var v = value(row, key);
     if (key === "name") return '<td title="' + esc(row.address) + '">' + esc(v) + "</td>";
     if (key === "status") {
-      var marks = row.marks.map(function (m) {
+      var marks = row.marks.filter(function (m) {  // a crashed run is not also marked crashed/killed
+        return !(row.status === "crashed" && (m.kind === "crashed" || m.kind === "kill"));
+      }).map(function (m) {
         return '<span class="mark ' + esc(m.kind) + '" title="' + esc(m.message) + '">' +
           esc(m.kind === "kill" ? "killed" : m.kind) + "</span>";
       }).join("");
