@@ -33,6 +33,7 @@ demo: $(VENV)/.core
 	$(BIN)/rundiff diff demo-runs/exp-baseline/seed-0 demo-runs/exp-higher-lr/seed-0
 	@echo; echo "== rundiff compare: a run still training, against both arms at its current step"
 	$(BIN)/rundiff compare demo-runs/exp-student/seed-0 demo-runs/exp-baseline demo-runs/exp-higher-lr
+	@echo; echo "== to click through them in a browser (needs pip install 'rundiff[serve]'): $(BIN)/rundiff serve demo-runs"
 
 # lint-imports first: adapters and contrib import only rundiff_core (contracts in pyproject.toml);
 # then the suite; then the brief's scenarios in ../shared/acceptance (scripts/acceptance.sh)

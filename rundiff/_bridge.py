@@ -123,31 +123,40 @@ def run_compare(addresses: Sequence[str], *, student: str | None, metrics: Seque
     )
 
 
+def loaded_run(address: str) -> tuple[Any, frozenset[str], str]:
+    """(the run an address names, the addresses of its arm's runs, how the arm rule formed that
+    arm): what `run_compare_runs` groups ticked runs by; `rundiff serve` keeps them loaded."""
+    arm = load_arm(address, siblings=True)
+    return arm.primary, frozenset(r.address for r in arm.seeds), arm.how
+
+
 def run_compare_runs(addresses: Sequence[str], *, student: str | None,
-                     metrics: Sequence[str] | None, at: float | None) -> Any:
+                     metrics: Sequence[str] | None, at: float | None, seeds: bool = True,
+                     load: Callable[[str], tuple[Any, frozenset[str], str]] = loaded_run) -> Any:
     """`compare` of runs ticked one by one (`rundiff serve`'s selection): runs that are seeds of
     one arm by the CLI's arm rule (`load_arm`: declared siblings, seed folders, equal configs)
-    are one arm of the ticked seeds only; every other run is its own arm. `student` is one of
-    the addresses."""
+    are one arm of the ticked seeds only; every other run is its own arm (every run, with
+    `seeds=False`, as `compare --no-seeds`). `student` is one of the addresses. `load` gives an
+    address's run and arm (`loaded_run`; a caller that keeps runs loaded passes its own)."""
     from rundiff_core.engines.arms import Arm, label_arms, runs_apart
     from rundiff_core.engines.compare import run_compare as _run_compare
     from rundiff_core.engines.directions import goal_rules
     from rundiff_core.engines.roles import build_rules
 
-    groups: list[tuple[set[str], Any, list[Any]]] = []  # (the arm's runs, its arm, ticked runs)
+    groups: list[tuple[frozenset[str], str, list[Any]]] = []  # (the arm's runs, how, ticked runs)
     for raw in dict.fromkeys(addresses):
-        arm = load_arm(raw, siblings=True)
-        run = arm.primary
-        for members, _arm, ticked in groups:
-            if run.address in members:
+        run, members, how = load(raw)
+        _checked([run.address])
+        for arm_runs, _how, ticked in groups if seeds else ():
+            if run.address in arm_runs:
                 if all(r.address != run.address for r in ticked):
                     ticked.append(run)
                 break
         else:
-            groups.append(({r.address for r in arm.seeds}, arm, [run]))
+            groups.append((members, how, [run]))
     arms = [Arm(address=ticked[0].address, primary=ticked[0], seeds=ticked,
-                how=arm.how if len(ticked) > 1 else "one run") for _m, arm, ticked in groups]
-    rule = grouping(True)
+                how=how if len(ticked) > 1 else "one run") for _m, how, ticked in groups]
+    rule = grouping(seeds)
     label_arms(arms, rule)
     arms = runs_apart(arms)
     index = None
@@ -329,11 +338,23 @@ def listed_runs(address: str) -> tuple[list[tuple[Any, str | None]], list[str], 
     return pairs, headers, unread
 
 
-def ls_row(run: Any, store: str | None) -> dict[str, Any]:
-    """A run's row of `rundiff ls --format json` (with its points), parsed back."""
+def iter_listed_runs(address: str, headers: list[str], unread: dict[str, str]
+                     ) -> Iterator[tuple[Any, str | None]]:
+    """`listed_runs`, one (run, store) at a time as each is read (commands/ls.py's own search);
+    the store lines go to `headers`, the files left unread to `unread`."""
+    from rundiff_core.commands.ls import iter_runs_of
+
+    for run, store in iter_runs_of(address, headers, unread):
+        _checked([run.address])
+        yield run, store
+
+
+def ls_row(run: Any, store: str | None, points: bool = True) -> dict[str, Any]:
+    """A run's row of `rundiff ls --format json` (`points=False`: of `ls --no-points`), parsed
+    back."""
     from rundiff_core.commands.ls import summarize
 
-    row = summarize(run, True)
+    row = summarize(run, points)
     if store is not None:
         row["store"] = store
     return as_json(row)
@@ -344,11 +365,20 @@ def reload_run(address: str) -> list[Any]:
     return load_runs(address)
 
 
-def run_table(runs: Sequence[Any], *, now: float, stale_after: float) -> dict[str, Any]:
-    """The columns `rundiff serve`'s run table adds to `ls` (engines/runtable.py), as JSON."""
+def run_table(runs: Sequence[Any], *, now: float, stale_after: float,
+              states: Any = None) -> dict[str, Any]:
+    """The columns `rundiff serve`'s run table adds to `ls` (engines/runtable.py), as JSON;
+    `states`: the runs' states already read (`run_state`), by address."""
     from rundiff_core.engines.runtable import run_table as _run_table
 
-    return as_json(_run_table(runs, now=now, stale_after=stale_after).to_dict())
+    return as_json(_run_table(runs, now=now, stale_after=stale_after, states=states).to_dict())
+
+
+def run_state(run: Any, *, now: float, stale_after: float) -> Any:
+    """What a run's row shows from its history (engines/runtable.py), kept by `rundiff serve`."""
+    from rundiff_core.engines.runtable import run_state as _run_state
+
+    return _run_state(run, now=now, stale_after=stale_after)
 
 
 def newest_write(run: Any) -> float | None:

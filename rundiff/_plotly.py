@@ -30,13 +30,13 @@ def _trace(t: Any) -> dict[str, Any]:
         base.update(line={"color": t.color, "width": 0}, fill="tonexty",
                     fillcolor=_rgba(t.color, 0.18), showlegend=False, hoverinfo="skip")
     elif t.kind == "points":
-        base.update(mode="markers", text=t.hover, hovertemplate="%{text}<extra></extra>",
+        base.update(mode="markers", text=list(t.hover), hovertemplate="%{text}<extra></extra>",
                     marker={"color": t.color, "size": 9, "symbol": "diamond-open",
                             "line": {"width": 2}})
     else:
         base["line"] = {"color": t.color, "width": 3 if t.role == "student" else 2}
         if t.hover:
-            base["text"] = t.hover
+            base["text"] = list(t.hover)
     return base
 
 

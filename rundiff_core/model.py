@@ -381,6 +381,23 @@ class Run:
         """How many points the full history holds (loads it once; no DataFrame needed)."""
         return len(self._columns_full())
 
+    def loaded_points(self) -> int:
+        """How many points this run holds in memory now (0 before its history is read): what a
+        cache of loaded runs counts against its size cap, without reading anything."""
+        if self._full is not None:
+            return len(self._full)
+        return max((len(got) for got in self._cache.values()), default=0)
+
+    def release_history(self) -> None:
+        """Forget the loaded history (read again on the next ask): a long-lived process that
+        keeps the run's metadata, not its points."""
+        self._cache.clear()
+        self._series.clear()
+        self._last.clear()
+        self._full = None
+        self._key_index = None
+        self._keys = None
+
     def note(self, text: str) -> None:
         """Record a fidelity note once (what was skipped, merged or could not be read)."""
         if text not in self.fidelity:

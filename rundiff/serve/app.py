@@ -2,7 +2,8 @@
 `--format json` answers (the MCP tools' schema), built by the same engines.
 
 - `GET /` the page (sets the token cookie); `/assets/…` its script, stylesheet and plotly.js;
-- `GET /api/runs` the listing (catalog.py): `ls` rows, the run table's columns, failed sources;
+- `GET /api/runs[?complete=1]` the listing (catalog.py): `ls --no-points` rows of the runs read
+  so far, the run table's columns, failed sources, `loading` (`complete=1` waits for every run);
 - `GET /api/compare?a=ADDR&a=ADDR[&metric=M][&student=ADDR][&step=N][&smooth=W][&width=PX]
   [&arms=runs]`: the selected runs grouped into arms by the default arm rule (seeds of one arm
   are one band), or with `arms=runs` each its own arm (`compare --no-seeds`);
@@ -42,11 +43,13 @@ from ..agents.confine import Confinement
 from ..agents.tools import Tools
 from ..results import notebook_html
 from .catalog import Catalog
+from .runcache import DEFAULT_CAP_POINTS, Loaded, RunCache
 from .security import COOKIE, Gate
 from .thin import thin_indices
 
 MAX_CHARS = 50_000_000  # the page asks for whole reports: the MCP size cap does not apply
 DEFAULT_WIDTH = 1200
+FIRST_ROWS_WAIT = 5.0  # s the page's first listing waits for runs to be read
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
 
@@ -62,6 +65,7 @@ class Settings:
     hosts: frozenset[str]
     stale_after: float = 1800.0
     poll_every: float = 1.0
+    cap_points: int = DEFAULT_CAP_POINTS  # points the compare view keeps loaded (runcache.py)
 
 
 def _float(request: Request, name: str, lo: float = -math.inf, hi: float = math.inf
@@ -95,6 +99,9 @@ def _thinned(figures: list[Any], width: int) -> list[dict[str, Any]]:
 def build_app(settings: Settings) -> Starlette:
     """The app, gated (security.Gate) and with its catalog polled while it runs."""
     catalog = Catalog(settings.sources, settings.confinement, settings.stale_after)
+    runs = RunCache(lambda address: Loaded(*_bridge.loaded_run(address)), settings.cap_points)
+    catalog.on_change.append(runs.drop)  # a run that grew is read again, its answers rebuilt
+    compute = threading.Lock()
     tools = Tools(settings.confinement, MAX_CHARS)
     page = _asset("index.html")
 
@@ -129,12 +136,17 @@ def build_app(settings: Settings) -> Starlette:
             return Response("not found\n", status_code=404)
         return Response(_asset(name), media_type=ASSETS[name], headers={"Cache-Control": "no-store"})
 
-    async def runs(request: Request) -> Response:
-        data = await asyncio.to_thread(catalog.listing)
-        return JSONResponse(data)
+    def listing(request: Request) -> dict[str, Any]:
+        if request.query_params.get("complete"):  # scripts: every run read
+            catalog.load()
+        else:  # the page: the first rows as soon as they are read, the rest as events
+            catalog.first_rows(FIRST_ROWS_WAIT)
+        return catalog.listing()
+
+    async def runs_view(request: Request) -> Response:
+        return JSONResponse(await asyncio.to_thread(listing, request))
 
     def compare_build(request: Request) -> Callable[[list[str]], tuple[str, dict]]:
-        from ..api import compare
         from ..results import CompareResult
 
         metric = request.query_params.get("metric") or None
@@ -146,21 +158,35 @@ def build_app(settings: Settings) -> Starlette:
             smooth = _float(request, "smooth", 0.0, 0.999) or 0.0
             if student is not None:
                 settings.confinement.check_address(student)
-            if request.query_params.get("arms", "seeds") == "seeds":
-                raw = _bridge.run_compare_runs(addresses, student=student,
-                                               metrics=[metric] if metric else None, at=step)
-                r = CompareResult(raw, smooth=smooth)
-            else:  # every run its own arm, as `rundiff compare --no-seeds ADDR…`
-                r = compare(*addresses, metric=metric, student=student, step=step,
-                            smooth=smooth, seeds=False)
+            # ticked seeds of one arm are one band; `arms=runs`: every run its own arm, as
+            # `rundiff compare --no-seeds ADDR…`
+            seeds = request.query_params.get("arms", "seeds") == "seeds"
+            raw = _bridge.run_compare_runs(addresses, student=student, seeds=seeds,
+                                           metrics=[metric] if metric else None, at=step,
+                                           load=loaded)
+            r = CompareResult(raw, smooth=smooth)
             text = r.to_markdown()
             figures = _thinned(_bridge.compare_figures(r.raw, smooth), width)
+            runs.trim(keep=addresses)
             return text, {"compare": r.to_dict(), "figures": figures}
 
         return build
 
+    def loaded(address: str) -> tuple[Any, frozenset[str], str]:
+        got = runs.get(address)
+        return got.run, got.members, got.how
+
+    def compare_answer(request: Request) -> Response:
+        addresses = request.query_params.getlist("a")
+        params = tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k != "a"))
+        key = (tuple(addresses), params, runs.generations(addresses))
+        with compute:  # one comparison at a time: they share the loaded runs
+            got = runs.answer(key, lambda: answer(request, "compare", compare_build(request), 2),
+                              keep=lambda response: response.status_code == 200)
+        return got
+
     async def compare_view(request: Request) -> Response:
-        return await asyncio.to_thread(answer, request, "compare", compare_build(request), 2)
+        return await asyncio.to_thread(compare_answer, request)
 
     async def rank_view(request: Request) -> Response:
         from ..api import rank
@@ -219,6 +245,7 @@ def build_app(settings: Settings) -> Starlette:
 
                     logging.getLogger("rundiff.serve").exception("poll failed")
 
+        catalog.start()  # read the sources now, not at the first visit
         thread = threading.Thread(target=poll, name="rundiff-serve-poll", daemon=True)
         thread.start()
         try:
@@ -228,11 +255,12 @@ def build_app(settings: Settings) -> Starlette:
 
     app = Starlette(routes=[
         Route("/", index), Route("/favicon.ico", lambda request: Response(status_code=204)),
-        Route("/assets/{name}", asset), Route("/api/runs", runs),
+        Route("/assets/{name}", asset), Route("/api/runs", runs_view),
         Route("/api/compare", compare_view), Route("/api/rank", rank_view),
         Route("/api/report", report_view), Route("/api/events", events),
     ], lifespan=lifespan)
     app.state.catalog = catalog
+    app.state.runs = runs
     gate = Gate(settings.token, settings.hosts)
     app.add_middleware(_GateMiddleware, gate=gate)
     return app

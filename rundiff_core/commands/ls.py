@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..render import dumps, fmt_step
@@ -113,27 +113,34 @@ def _bare_folder(raw: str) -> bool:
 def runs_of(src: str, headers: list[str], unread: dict[str, str]) -> list[tuple[Any, str | None]]:
     """(run, the store it was found in) for every run an address names; a bare folder is searched
     as deep as its runs are (rundiff_core.tree), every store below it listed, with a line per
-    store kind in `headers`. Files a source looked at and could not read are added to `unread`.
-    `rundiff serve` lists its runs with it, as `ls` does."""
+    store kind in `headers`. Files a source looked at and could not read are added to `unread`."""
+    return list(iter_runs_of(src, headers, unread))
+
+
+def iter_runs_of(src: str, headers: list[str], unread: dict[str, str]
+                 ) -> Iterator[tuple[Any, str | None]]:
+    """`runs_of`, one run at a time as each is read: `rundiff serve` lists its runs with it, and
+    shows the first ones while the rest are read."""
     from ..resolve import load_runs, open_source
 
     if not _bare_folder(src):
-        return [(r, None) for r in load_runs(src)]
+        yield from ((r, None) for r in load_runs(src))
+        return
     from ..tree import search_tree
 
     found = search_tree(src)
     if not found.n_runs:  # nothing readable below: the usual error (and its hint) says why
         runs = [(r, None) for r in load_runs(src)]
         headers += found.summary_lines()
-        return runs
+        yield from runs
+        return
     if len(found.stores) > 1 or found.exhausted or found.stores[0].path != os.path.abspath(src):
         headers += found.summary_lines()
-    out: list[tuple[Any, str | None]] = []
     for store in found.stores:
         source = open_source(store.address)
         unread.update(getattr(source, "unread_files", dict)())
-        out += [(source.load_run(ref), store.address) for ref in store.refs]
-    return out
+        for ref in store.refs:
+            yield source.load_run(ref), store.address
 
 
 def listing(sources: list[str], with_points: bool = True, unread: dict[str, str] | None = None

@@ -12,7 +12,7 @@ parameter is). Pure: takes loaded runs, returns JSON-ready data; never writes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ class RunColumns:
     headline: float | None  # the headline metric's last logged value
     headline_step: float | None
     params: dict[str, str]  # the differing parameters this run sets, values as labels show them
+    read: bool = True  # False: its history is not read yet (the columns above it are None)
 
 
 @dataclass
@@ -61,6 +62,8 @@ class RunTable:
 
 
 def _headline(runs: Sequence[Run]) -> tuple[str | None, str]:
+    if not runs:
+        return None, "no run read yet"
     try:
         choice = choose_metrics(runs, None)
     except RundiffError as exc:
@@ -68,13 +71,11 @@ def _headline(runs: Sequence[Run]) -> tuple[str | None, str]:
     return (choice.metrics[0], choice.rule) if choice.metrics else (None, choice.rule)
 
 
-def _last_value(run: Run, key: str | None) -> tuple[float | None, float | None]:
-    if key is None or key not in run.metric_keys():
-        return None, None
+def _last_value(run: Run, key: str) -> tuple[float, float] | None:
     steps, values, _w = run.series(key)
     finite = np.flatnonzero(np.isfinite(values))
     if not len(finite):
-        return None, None
+        return None
     i = finite[np.argmax(np.where(np.isnan(steps[finite]), -np.inf, steps[finite]))]
     return float(values[i]), float(steps[i])
 
@@ -83,22 +84,52 @@ def _no_spikes(_run: Run, _key: str) -> list[tuple[float, float, float]]:
     return []
 
 
-def run_table(runs: Sequence[Run], *, now: float, stale_after: float) -> RunTable:
-    """The table's columns for `runs` (see the module docstring)."""
+@dataclass
+class RunState:
+    """What a run's row shows from its history, read once: a long-lived caller (`rundiff
+    serve`) keeps it until the run's files grow, and moves the age on by the clock."""
+
+    at: float  # when it was read (the `now` of `run_state`)
+    last_step: float | None
+    age_seconds: float | None
+    alive: bool
+    marks: list[dict[str, str]]
+    lasts: dict[str, tuple[float, float]]  # per metric: (last finite value, its step)
+
+
+def run_state(run: Run, *, now: float, stale_after: float) -> RunState:
+    """The history's part of a run's row (reads its history; see the module docstring)."""
+    check, _state = check_run(run, {}, now=now, stale_after=stale_after, spikes=_no_spikes)
+    last = check.last_step if check.last_step is not None and math.isfinite(check.last_step) \
+        else None
+    lasts = {k: got for k in run.metric_keys() if (got := _last_value(run, k)) is not None}
+    marks = [{"kind": a.kind, "message": a.message} for a in check.alerts if a.kind in MARKS]
+    return RunState(now, last, check.age_seconds, check.alive and run.status not in ENDED,
+                    marks, lasts)
+
+
+def run_table(runs: Sequence[Run], *, now: float, stale_after: float,
+              states: Mapping[str, RunState] | None = None) -> RunTable:
+    """The table's columns for `runs` (see the module docstring). `states`: the runs' states
+    already read, by address (a run without one shows its name and parameters only, and is left
+    out of the headline's choice); None reads every run's now."""
+    if states is None:
+        states = {r.address: run_state(r, now=now, stale_after=stale_after) for r in runs}
     labels = run_names(runs)
-    headline, rule = _headline(runs)
+    headline, rule = _headline([r for r in runs if r.address in states])
     configs = [arm_config(r) for r in runs]
     differing = distinguishing_keys(configs) if len(runs) > 1 else []
     table = RunTable(headline, rule, differing)
     for run, label, config in zip(runs, labels, configs, strict=True):
-        check, _state = check_run(run, {}, now=now, stale_after=stale_after, spikes=_no_spikes)
-        last = check.last_step if check.last_step is not None and math.isfinite(check.last_step) \
-            else None
-        value, step = _last_value(run, headline)
-        marks = [{"kind": a.kind, "message": a.message} for a in check.alerts if a.kind in MARKS]
+        params = {k: short_value(config[k]) for k in differing if k in config}
+        st = states.get(run.address)
+        if st is None:
+            table.runs.append(RunColumns(run.address, label, None, None, None, False, [], None,
+                                         None, params, read=False))
+            continue
+        age = None if st.age_seconds is None else st.age_seconds + max(0.0, now - st.at)
+        value, step = st.lasts.get(headline, (None, None)) if headline else (None, None)
         table.runs.append(RunColumns(
-            run.address, label, last, check.age_seconds,
-            None if check.age_seconds is None else human_age(check.age_seconds),
-            check.alive and run.status not in ENDED, marks, value, step,
-            {k: short_value(config[k]) for k in differing if k in config}))
+            run.address, label, st.last_step, age, None if age is None else human_age(age),
+            st.alive, st.marks, value, step, params))
     return table

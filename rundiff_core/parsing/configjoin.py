@@ -12,6 +12,7 @@ unambiguous: two different Namespaces naming one folder give none, and a note sa
 from __future__ import annotations
 
 import os
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -24,24 +25,54 @@ TEXT_EXTENSIONS = ("", ".txt", ".log", ".out")
 _Found = tuple[str, int, str, dict[str, Any]]  # (file, line, field, config)
 
 
+def _candidates(folder: str) -> tuple[str, ...]:
+    """The names of `folder`'s files with a text extension, in name order. Cached by the
+    folder's own mtime, which moves whenever an entry is added, removed or renamed: a folder of
+    1,000 run folders is listed once, not once per run (a recently changed folder is listed
+    again, as a coarse clock could hide a second change)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return ()
+    key = (folder, st.st_mtime_ns, st.st_ino)
+    hit = _CANDIDATES.get(folder)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        with os.scandir(folder) as it:
+            names = []
+            for entry in it:
+                if os.path.splitext(entry.name)[1].lower() not in TEXT_EXTENSIONS:
+                    continue
+                try:
+                    if entry.is_file():
+                        names.append(entry.name)
+                except OSError:
+                    continue
+    except OSError:
+        return ()
+    got = tuple(sorted(names))
+    if time.time() - st.st_mtime > SETTLED_SECONDS:
+        if len(_CANDIDATES) >= 256:
+            _CANDIDATES.clear()
+        _CANDIDATES[folder] = (key, got)
+    return got
+
+
+_CANDIDATES: dict[str, tuple[tuple[str, int, int], tuple[str, ...]]] = {}
+SETTLED_SECONDS = 2.0
+
+
 def _listing(folder: str) -> tuple[tuple[str, int, int], ...]:
     """The candidate files of `folder` with their size and mtime (the cache's key)."""
     out = []
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return ()
-    for entry in entries:
-        if os.path.splitext(entry.name)[1].lower() not in TEXT_EXTENSIONS:
-            continue
+    for name in _candidates(folder):
         try:
-            if not entry.is_file():
-                continue
-            st = entry.stat()
+            st = os.stat(os.path.join(folder, name))
         except OSError:
             continue
         if 0 < st.st_size <= MAX_FILE_BYTES:
-            out.append((entry.name, st.st_size, st.st_mtime_ns))
+            out.append((name, st.st_size, st.st_mtime_ns))
         if len(out) >= MAX_FILES:
             break
     return tuple(out)

@@ -41,7 +41,7 @@ def figure_json(fig: Figure) -> dict:
         "marker_x": fig.marker_x if np.isfinite(fig.marker_x) else None,
         "marker_label": fig.marker_label,
         "traces": [{"kind": t.kind, "name": t.name, "arm": t.arm, "role": t.role, "color": t.color,
-                    "x": _array(t.x), "y": _array(t.y), "hover": t.hover} for t in fig.traces],
+                    "x": _array(t.x), "y": _array(t.y), "hover": list(t.hover)} for t in fig.traces],
     }
 
 

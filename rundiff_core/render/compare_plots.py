@@ -9,7 +9,9 @@ every statistic use the raw points.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -45,6 +47,29 @@ def ema_debiased(values: np.ndarray, weight: float) -> np.ndarray:
     return out
 
 
+class SeedCounts(Sequence[str]):
+    """A band's hover labels (`N=3`: the seeds behind each point), formatted when read: a curve
+    of 1M points drawn thinned reads a few thousand of them, not all."""
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self._counts = np.asarray(counts)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [f"N={int(k)}" for k in self._counts[i]]
+        return f"N={int(self._counts[i])}"
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+
 @dataclass
 class Trace:
     """One drawable series. kind: line | raw | band_lower | band_upper | mean | points."""
@@ -56,7 +81,7 @@ class Trace:
     color: str
     x: np.ndarray
     y: np.ndarray
-    hover: list[str] = field(default_factory=list)
+    hover: Sequence[str] = field(default_factory=list)
 
 
 @dataclass
@@ -108,8 +133,7 @@ def build_figures(result: CompareResult, smooth: float = 0.0) -> list[Figure]:
             traces.append(Trace("band_upper", f"{b.arm} +σ", b.arm, b.role, color, b.x, mean + std))
             if smooth > 0:
                 traces.append(Trace("raw", f"{b.arm} mean raw", b.arm, b.role, color, b.x, b.mean))
-            traces.append(Trace("mean", name, b.arm, b.role, color, b.x, mean,
-                                [f"N={int(k)}" for k in b.n]))
+            traces.append(Trace("mean", name, b.arm, b.role, color, b.x, mean, SeedCounts(b.n)))
         ok = [row for row in m.rows if row.state == "ok" and math.isfinite(row.value)]
         if ok:
             xs = np.array([m.target] * len(ok))

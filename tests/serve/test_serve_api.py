@@ -46,11 +46,11 @@ def _client(root: Path, sources: list[str] | None = None, *, signed: bool = True
 def test_listing_is_ls_json_plus_the_run_table(scene):
     root, addresses = scene
     with _client(root, [str(root), str(root / "missing")]) as c:
-        data = c.get("/api/runs").json()
+        data = c.get("/api/runs?complete=1").json()
     assert data["schema"] == "rundiff.serve.runs/1"
     assert {r["address"] for r in data["runs"]} == set(addresses.values())
     assert {r["adapter"] for r in data["runs"]} == {"tensorboard", "journal"}
-    assert all("keys" in r and "fidelity" in r for r in data["runs"])  # ls --format json rows
+    assert all("fidelity" in r and "keys" not in r for r in data["runs"])  # ls --no-points rows
     table = {r["address"]: r for r in data["table"]["runs"]}
     student = table[addresses["student"]]
     assert data["table"]["headline"] == "loss"
@@ -104,7 +104,7 @@ def test_security_host_token_roots_and_read_only(scene, tmp_path):
     root, a = scene
     before = tree_hash(root)
     with _client(root, signed=False) as c:
-        assert c.get("/api/runs").status_code == 403  # no token
+        assert c.get("/api/runs?complete=1").status_code == 403  # no token
         assert c.get("/api/runs", params={"token": "wrong-token-000"}).status_code == 403
         assert c.get("/api/runs", params={"token": TOKEN},
                      headers={"host": "attacker.example:8770"}).status_code == 403  # rebinding
@@ -112,7 +112,8 @@ def test_security_host_token_roots_and_read_only(scene, tmp_path):
                      headers={"host": "127.0.0.1:9999"}).status_code == 403
         page = c.get("/", params={"token": TOKEN})
         assert page.status_code == 200 and "rundiff_serve_token" in page.headers["set-cookie"]
-        assert c.get("/api/runs").status_code == 200  # the cookie is enough after the first visit
+        # the cookie is enough after the first visit
+        assert c.get("/api/runs?complete=1").status_code == 200
         assert c.get("/assets/plotly.min.js").status_code == 200
         assert c.post("/api/runs").status_code == 405  # read-only
         outside = tmp_path / "elsewhere"
@@ -136,7 +137,7 @@ def test_growth_is_seen_and_logged_for_the_event_stream(scene):
 
     root, a = scene
     with _client(root) as c:
-        c.get("/api/runs")
+        c.get("/api/runs?complete=1")
         catalog = c.app.state.catalog
         version = catalog.version
         grow(root, 15)
@@ -144,7 +145,7 @@ def test_growth_is_seen_and_logged_for_the_event_stream(scene):
         os.utime(root / "student" / "metrics.jsonl", (later, later))  # mtime moves, whatever the clock
         assert catalog.poll() == [a["student"]]
         assert catalog.since(version) == (version + 1, [a["student"]])
-        student = next(r for r in c.get("/api/runs").json()["table"]["runs"]
+        student = next(r for r in c.get("/api/runs?complete=1").json()["table"]["runs"]
                        if r["address"] == a["student"])
         assert student["last_step"] == 15
         assert catalog.poll() == []  # nothing new
@@ -162,3 +163,54 @@ def test_thinning_keeps_each_columns_extremes():
     assert np.isclose(y[keep].min(), y.min()) and y[keep].max() == 50.0
     small = np.arange(10.0)
     assert list(thin_indices(small, small, 500)) == list(range(10))
+
+
+def test_compare_keeps_its_runs_loaded_and_rereads_what_grew(scene):
+    import os
+    import time
+
+    root, a = scene
+    ticked = {"a": [a["baseline-0"], a["baseline-1"], a["student"]]}
+    with _client(root) as c:
+        c.get("/api/runs?complete=1")
+        runs = c.app.state.runs
+        first = c.get("/api/compare", params=ticked).json()
+        assert runs.loads == 3 and runs.points() > 0
+        again = c.get("/api/compare", params=ticked).json()
+        assert again == first and runs.loads == 3  # answered from memory: nothing read again
+        at5 = c.get("/api/compare", params={**ticked, "step": 5}).json()
+        assert at5["compare"]["metrics"][0]["target"] == 5 and runs.loads == 3
+        grow(root, 15)
+        later = time.time() + 5
+        os.utime(root / "student" / "metrics.jsonl", (later, later))
+        assert c.app.state.catalog.poll() == [a["student"]]
+        grown = c.get("/api/compare", params=ticked).json()
+        assert runs.loads == 4  # the student alone read again
+        assert grown["compare"]["metrics"][0]["target"] == 15
+
+
+def test_loaded_runs_stay_under_the_points_cap(tmp_path):
+    """Many runs opened one pair after another: the cache holds at most its cap of points
+    (plus the pair being answered), the least recently compared runs evicted first."""
+    from rundiff.serve.runcache import Loaded, RunCache
+    from rundiff_core.demo import write_journal_run
+
+    addresses = []
+    for i in range(12):
+        path = write_journal_run(str(tmp_path / f"run-{i}"), config={"lr": i},
+                                 rows=[{"step": s, "loss": 1.0 / (s + 1)} for s in range(500)])
+        addresses.append(f"journal:{path}")
+
+    from rundiff import _bridge
+
+    cache = RunCache(lambda address: Loaded(*_bridge.loaded_run(address)), cap_points=2_500)
+    held = []
+    for i in range(0, 12, 2):
+        pair = addresses[i:i + 2]
+        _bridge.run_compare_runs(pair, student=None, metrics=None, at=None,
+                                 load=lambda x: (lambda g: (g.run, g.members, g.how))(cache.get(x)))
+        cache.trim(keep=pair)
+        held.append(cache.points())
+        assert all(x in cache for x in pair)
+    assert max(held) <= 2_500 and held[-1] > 0  # 500 points a run: never more than 5 held
+    assert len(cache) <= 5 and addresses[0] not in cache  # the first opened went first

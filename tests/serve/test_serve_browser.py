@@ -48,8 +48,10 @@ def test_select_compare_slide_and_watch_the_student_grow(tmp_path):
     try:
         with open_page(launch.url, chromium) as page:
             p = page.page
-            page.wait_for("window.rundiffRunsReady === true", 60)
+            page.wait_for("window.rundiffRunsReady === true", 60)  # the first rows
+            page.wait_for("window.rundiffRunsComplete === true", 60)  # every run's columns
             assert p.locator("#runs tbody tr[data-address]").count() == 3
+            assert "…" not in p.inner_text("#runs tbody")
             if os.environ.get("RUNDIFF_SCREENSHOTS"):
                 SHOTS.mkdir(exist_ok=True)
                 p.screenshot(path=str(SHOTS / "run-table.png"))
@@ -93,3 +95,41 @@ def test_select_compare_slide_and_watch_the_student_grow(tmp_path):
     after = tree_hash(root)
     assert {k: v for k, v in after.items() if k != grown} == \
         {k: v for k, v in before.items() if k != grown}
+
+
+@pytest.mark.slow
+@pytest.mark.server
+@pytest.mark.parametrize("folder,shot", [("spinningup-rainbow-pg", "realdata-spinningup"),
+                                         ("mlflow-aiops-mnist/mlruns", "realdata-mlflow")])
+def test_real_folders_list_and_compare(realdata, folder, shot):
+    """Two real folders from different trackers: every run listed with its columns, the first
+    two compared, no console error; their screenshots are docs/serve/realdata-*.png."""
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/install-test-deps.sh installs it)")
+    pytest.importorskip("playwright")
+    root = realdata / folder
+    before = tree_hash(root)
+    launch, thread = _serve(root)
+    try:
+        with open_page(launch.url, chromium) as page:
+            p = page.page
+            p.set_viewport_size({"width": 1400, "height": 900})
+            page.wait_for("window.rundiffRunsComplete === true", 120)
+            rows = p.locator("#runs tbody tr[data-address]")
+            assert rows.count() >= 2
+            if os.environ.get("RUNDIFF_SCREENSHOTS"):
+                SHOTS.mkdir(exist_ok=True)
+                p.screenshot(path=str(SHOTS / f"{shot}-table.png"))
+            rows.nth(0).locator("input.pick").check()
+            rows.nth(1).locator("input.pick").check()
+            p.click("#compare-btn")
+            page.wait_for("window.rundiffCompareReady >= 1", 120)
+            assert p.inner_text("#same-step").strip()
+            if os.environ.get("RUNDIFF_SCREENSHOTS"):
+                p.screenshot(path=str(SHOTS / f"{shot}-compare.png"), full_page=True)
+            assert not page.console_errors, page.console_errors
+    finally:
+        launch.server.should_exit = True
+        thread.join(10)
+    assert tree_hash(root) == before

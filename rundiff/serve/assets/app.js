@@ -45,6 +45,12 @@
     history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
   }
 
+  function whenPlotly() {  // plotly.js loads after the run table (index.html): wait for it
+    if (window.Plotly) return Promise.resolve();
+    return new Promise(function (done) {
+      $("plotly-js").addEventListener("load", function () { done(); }, { once: true });
+    });
+  }
   function getJSON(url) {
     return fetch(url, { credentials: "same-origin" }).then(function (r) {
       return r.json().then(function (d) { d.__status = r.status; return d; });
@@ -59,7 +65,7 @@
       var c = cols[r.address] || {};
       return { address: r.address, name: c.label || r.name, adapter: r.adapter, status: r.status,
                last_step: c.last_step, age: c.age, age_seconds: c.age_seconds, marks: c.marks || [],
-               headline: c.headline, params: c.params || {}, alive: c.alive };
+               headline: c.headline, params: c.params || {}, alive: c.alive, read: c.read !== false };
     });
   }
   function columns() {
@@ -85,13 +91,17 @@
     var v = value(row, key);
     if (key === "name") return '<td title="' + esc(row.address) + '">' + esc(v) + "</td>";
     if (key === "status") {
-      var marks = row.marks.map(function (m) {
+      var marks = row.marks.filter(function (m) {  // a crashed run is not also marked crashed/killed
+        return !(row.status === "crashed" && (m.kind === "crashed" || m.kind === "kill"));
+      }).map(function (m) {
         return '<span class="mark ' + esc(m.kind) + '" title="' + esc(m.message) + '">' +
           esc(m.kind === "kill" ? "killed" : m.kind) + "</span>";
       }).join("");
       var live = row.alive && row.status === "running" ? ' <span class="mark running">live</span>' : "";
       return "<td>" + esc(v) + live + marks + "</td>";
     }
+    if (!row.read && (key === "age_seconds" || key === "last_step" || key === "headline"))
+      return '<td class="num pending" title="reading its history…">…</td>';
     if (key === "age_seconds") return '<td class="num">' + esc(row.age ? row.age + " ago" : "") + "</td>";
     if (key === "last_step" || key === "headline") return '<td class="num">' + esc(num(v)) + "</td>";
     return "<td>" + esc(v) + "</td>";
@@ -138,12 +148,18 @@
         esc(e.message) + (e.hint ? " (hint: " + esc(e.hint) + ")" : "") + "</td></tr>");
     });
     $("runs").tBodies[0].innerHTML = html.join("");
+    var ld = listing.loading || { done: true };
     $("count").textContent = rows.length + " of " + listing.runs.length + " runs" +
-      (state.sel.length ? ", " + state.sel.length + " selected" : "");
+      (state.sel.length ? ", " + state.sel.length + " selected" : "") +
+      (ld.done ? "" : " — reading… (" + ld.read + " of " + ld.listed + " histories read)");
     $("compare-btn").disabled = state.sel.length < 2;
   }
-  function loadRuns() {
-    return getJSON("api/runs").then(function (data) {
+  var runsBusy = null, runsAgain = false;
+  function loadRuns() {  // one listing request at a time; events that come meanwhile ask once more
+    if (runsBusy) { runsAgain = true; return runsBusy; }
+    runsBusy = getJSON("api/runs").then(function (data) {
+      runsBusy = null;
+      if (runsAgain) { runsAgain = false; loadRuns(); }
       listing = data;
       $("found").textContent = data.found_in ? "runs in " + data.found_in : "";
       var g = $("group"), keep = state.group;
@@ -152,9 +168,16 @@
       }).join("");
       g.value = keep;
       renderTable();
-      if (!window.rundiffRunsReady) window.rundiffRunsReadyAt = performance.now();
-      window.rundiffRunsReady = true;
+      if (!window.rundiffRunsReady && (data.runs.length || !data.loading || data.loading.done)) {
+        window.rundiffRunsReadyAt = performance.now();  // the first rows painted
+        window.rundiffRunsReady = true;
+      }
+      if (data.loading && data.loading.done && !window.rundiffRunsComplete) {
+        window.rundiffRunsCompleteAt = performance.now();  // every row, every column
+        window.rundiffRunsComplete = true;
+      }
     });
+    return runsBusy;
   }
 
   // -- the compare view --------------------------------------------------------------------------
@@ -173,7 +196,8 @@
     var mine = ++seq, width = Math.max(300, Math.min(2000, $("plot").clientWidth || 1000));
     var q = query({ smooth: String(state.smooth), width: String(width) });
     $("save").href = "api/report?" + query();
-    return getJSON("api/compare?" + q).then(function (d) {
+    return Promise.all([getJSON("api/compare?" + q), whenPlotly()]).then(function (got) {
+      var d = got[0];
       if (mine !== seq) return;
       if (d.error) {
         $("compare-status").textContent = "";
