@@ -171,3 +171,25 @@ def test_the_browser_harness_sees_console_errors_and_network_requests(tmp_path, 
     assert any("late" in e for e in errors), errors
     assert "http://127.0.0.1:9/pixel.png" in requests and "http://127.0.0.1:9/beacon" in requests
     assert not all(u.startswith(("file:", "data:")) for u in requests)
+
+
+def test_ema_is_tensorboards_step_by_step_smoothing_on_long_curves():
+    """The vectorised EMA equals TensorBoard's point-by-point rule (non-finite points pass
+    through, debiased by the count of finite points) on 50,000 points and weights near 1."""
+    from rundiff_core.render.compare_plots import ema_debiased
+
+    def step_by_step(values, weight):
+        out, last, n = values.copy(), 0.0, 0
+        for i in np.flatnonzero(np.isfinite(values)):
+            last = last * weight + (1 - weight) * values[i]
+            n += 1
+            out[i] = last / (1 - weight**n)
+        return out
+
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=50_000) * 3 + np.linspace(0, 10, 50_000)
+    y[::97] = np.nan
+    for weight in (0.3, 0.9, 0.99, 0.9999):
+        got, want = ema_debiased(y, weight), step_by_step(y, weight)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
