@@ -98,7 +98,7 @@ class TrajectorySource(BaseSource):
         traj = self.load_trajectories(ref)
         run = Run(
             address=ref.address,
-            name=traj.model or ref.name or ref.run_id,
+            name=_run_name(traj) or ref.name or ref.run_id,
             run_id=ref.run_id,
             adapter="trajectory",
             config={k: v for k, v in {"format": traj.format, "model": traj.model, "harness": traj.harness,
@@ -128,3 +128,12 @@ def _per_task(traj: TrajectoryRun) -> dict[str, Any]:
              "steps": r.steps, "calls": len(r.features.calls), "cost": r.cost}
             for r in traj.records.values()]
     return out
+
+
+def _run_name(traj: object) -> str | None:
+    """The name the log gives its run: an Inspect eval is its task run by its model
+    (`popularity · openai/gpt-4o-mini`, docs/names.md); other formats name the model."""
+    model, task = getattr(traj, "model", None), getattr(traj, "task_set", None)
+    if getattr(traj, "format", None) == "inspect" and model and task:
+        return f"{task} · {model}"
+    return model

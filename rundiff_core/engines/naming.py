@@ -114,6 +114,15 @@ def fit(text: str, limit: int = NAME_MAX, *, keep_end: bool = True) -> str:
     return text if len(text) <= limit else text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+def _fit_given(text: str, limit: int = NAME_MAX) -> str:
+    """A name a tracker gave, in `limit` characters: its start and its end kept, the middle cut
+    (`inspect_eva…openai/gpt-4o`) — it is no path, its `/` are part of the name."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+
+
 def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:
     n = min(len(p) for p in places)
     for i in range(n):
@@ -154,7 +163,7 @@ def run_names(runs: Sequence[Run]) -> list[str]:
     the paths are long). Names two runs share get the shortest part of their place that differs."""
     places = [run_place(r) for r in runs]
     by_path = [i for i, r in enumerate(runs) if places[i] is not None and named_by_path(r)]
-    names = [fit(r.name or r.run_id) for r in runs]
+    names = [_fit_given(r.name or r.run_id) for r in runs]
     located = sorted({places[i] for i in by_path})  # type: ignore[misc]
     if located:
         cut = _common_prefix(located) if len(located) > 1 else len(located[0]) - 1
@@ -178,12 +187,12 @@ def _told_apart(runs: Sequence[Run], names: list[str]) -> list[str]:
     for n, idx in by_name.items():
         if len(idx) < 2:
             continue
-        lasts = [(run_place(runs[i]) or ("",))[-1] for i in idx]
+        lasts = [os.path.splitext((run_place(runs[i]) or ("",))[-1])[0] for i in idx]
         tags = lasts if len(set(lasts)) == len(lasts) and all(lasts) else \
             [str(runs[i].run_id or runs[i].address)[:8] for i in idx]
         for i, tag in zip(idx, tags, strict=True):
-            tag = fit(tag, 20)
-            out[i] = f"{fit(n, NAME_MAX - len(tag) - 3)} [{tag}]"
+            tag = _fit_given(tag, 14)
+            out[i] = f"{_fit_given(n, NAME_MAX - len(tag) - 3)} [{tag}]"
     for i, r in enumerate(runs):  # the same run met twice keeps one name
         first = next(j for j in range(len(runs)) if runs[j].address == r.address)
         out[i] = out[first]
