@@ -77,7 +77,7 @@ def test_sacred_sb3_and_inspect_runs(realdata):
         assert expect <= {r.name for r in runs}, folder
     # an Inspect eval is its task run by its model; two of one name told apart by their files
     names = [r.name for r in runs if r.adapter == "trajectory"]
-    assert any(n.startswith("popularity ·") for n in names) and len(set(names)) == len(names)
+    assert any(n.startswith("popularity ") for n in names) and len(set(names)) == len(names)
 
 
 def test_runs_within_a_store_and_yolo_runs_below_their_common_folder():
