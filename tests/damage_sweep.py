@@ -195,12 +195,13 @@ def mlflow_sources(work: Path) -> list[Source]:
     except ImportError:
         return []
     out = []
-    file_store = work / "mlflow-file"
+    written = work / "written"  # apart from the copies (work/<source>/<damage>/): never copied into itself
+    file_store = written / "mlflow-file"
     if not (file_store / "mlruns").is_dir():
         write_mlflow(file_store, "file")
     (loss,) = (file_store / "mlruns").glob("*/*/metrics/loss")
     out.append(Source("mlflow-file", file_store, str(loss.relative_to(file_store)), text=True))
-    db = work / "mlflow-sqlite"
+    db = written / "mlflow-sqlite"
     if not (db / "mlflow.db").is_file():
         write_mlflow(db, "sqlite")
     out.append(Source("mlflow-sqlite", db, "mlflow.db"))
