@@ -18,8 +18,11 @@ on a shared machine): `python tests/damage_sweep.py` prints it, best of several 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -40,9 +43,74 @@ def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("damage-sweep")
 
 
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): each worker writes its own stores
+    fcntl = None
+
+
+@contextmanager
+def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock on `folder` among processes (True: held; False: another holds it and
+    `wait` is off)."""
+    if fcntl is None:
+        yield True
+        return
+    fd = os.open(folder / ".lock", os.O_CREAT | os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@pytest.fixture(scope="session")
+def mlflow_written(tmp_path_factory, request) -> Path:
+    """Where the MLflow stores are written once per session: shared by pytest-xdist's workers
+    (the sqlite store's migrations take ~7 s; one worker writes while the other reads the
+    other formats)."""
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput") and fcntl is not None:
+        base = base.parent
+    shared = base / "damage-sweep-mlflow"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_mlflow_early(mlflow_written):
+    """The first worker here writes the stores at once; another does not wait for it now."""
+    with _locked(mlflow_written, wait=False) as held:
+        if held:
+            ds.write_mlflow_stores(mlflow_written)
+
+
 @pytest.fixture(scope="module")
-def sweep_sources(work):
-    return {s.name: s for s in ds.sources(work)}
+def sweep_sources(work, mlflow_written):
+    fixture = {s.name: s for s in ds.fixture_sources()}
+
+    @cache
+    def mlflow() -> dict[str, ds.Source]:
+        with _locked(mlflow_written):  # waits while another worker writes them
+            return {s.name: s for s in ds.mlflow_sources(work, mlflow_written)}
+
+    class Sources(dict):
+        """The formats by name; the MLflow stores only when a case asks for one."""
+
+        def __missing__(self, name: str) -> ds.Source:
+            return mlflow()[name]
+
+        def __contains__(self, name: object) -> bool:
+            return name in fixture or name in mlflow()
+
+        def all(self) -> dict[str, ds.Source]:
+            return {**fixture, **mlflow()}
+
+    return Sources(fixture)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +171,7 @@ def test_every_format_of_the_issue_is_swept(sweep_sources):
     """W&B of two writer versions, TensorBoard, MLflow file and sqlite, Detectron2, YOLO, HF
     Trainer with its intact copy, Inspect .eval, SB3 Monitor."""
     pytest.importorskip("mlflow")
-    assert set(sweep_sources) == set(NAMES)
-    assert sum(n.startswith("wandb-") for n in sweep_sources) >= 2
-    assert any(s.intact_copy for s in sweep_sources.values())
+    every = sweep_sources.all()
+    assert set(every) == set(NAMES)
+    assert sum(n.startswith("wandb-") for n in every) >= 2
+    assert any(s.intact_copy for s in every.values())
