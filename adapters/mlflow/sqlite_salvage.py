@@ -54,12 +54,21 @@ _GUESS_PAGES = 4096  # pages looked at to guess the page size of a file whose he
 _SCHEMA_SCAN_PAGES = 1 << 16  # pages looked at for schema rows cut off from the first page
 _FIRST = -(1 << 63)  # "after" of a rowid range from the start (no table holds that rowid)
 
-# which store a set of table names is (most specific first); (kind, tables, how many must be there)
+# which store a set of table names is (most specific first); (kind, tables, how many must be there).
+# Beyond the core tables, the ones only these tools name (MLflow's traces, logged models and
+# registry; Optuna's attribute tables), so that a few surviving schema rows still tell the kind
 KINDS: tuple[tuple[str, frozenset[str], int], ...] = (
     ("MLflow", frozenset({"experiments", "runs", "metrics", "params", "tags", "latest_metrics",
-                          "experiment_tags", "alembic_version"}), 3),
+                          "experiment_tags", "alembic_version", "trace_info", "trace_tags",
+                          "trace_request_metadata", "logged_models", "logged_model_metrics",
+                          "logged_model_params", "logged_model_tags", "registered_models",
+                          "model_versions", "registered_model_tags", "model_version_tags",
+                          "registered_model_aliases", "input_tags", "evaluation_datasets"}), 3),
     ("Optuna", frozenset({"studies", "trials", "trial_params", "trial_values",
-                          "trial_intermediate_values", "study_directions", "version_info"}), 3),
+                          "trial_intermediate_values", "study_directions", "version_info",
+                          "study_user_attributes", "study_system_attributes",
+                          "trial_user_attributes", "trial_system_attributes",
+                          "trial_heartbeats"}), 3),
     ("trackio", frozenset({"metrics", "configs", "system_metrics", "project_metadata"}), 2),
     ("neptune-scale", frozenset({"run_operations"}), 1),
 )
@@ -78,6 +87,18 @@ def is_damage(exc: BaseException) -> bool:
     text = str(exc).lower()
     return ("malformed" in text or "not a database" in text or "corrupt" in text
             or "could not decode to utf-8" in text)  # python's sqlite3 on text that is not
+
+
+def schema_names(rows: Iterable[tuple[Any, ...]]) -> set[str]:
+    """The table names sqlite_master rows show: each table's name and the table every row is on
+    (`tbl_name`: an index or trigger names its table even when the table's own row is lost)."""
+    names: set[str] = set()
+    for r in rows:
+        if r[0] == "table" and isinstance(r[1], str):
+            names.add(r[1])
+        if isinstance(r[2], str):
+            names.add(r[2])
+    return names
 
 
 def kind_of(names: Iterable[str]) -> str | None:
@@ -617,13 +638,18 @@ class Recovered:
     pages: int  # pages in the file
     damaged_pages: int
     by_sqlite: list[str]  # tables SQLite still read whole
+    schema_lost: bool = False  # no schema row and no CREATE statement survives: no kind to tell
 
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
 
     def what(self) -> str:
-        return f"a damaged {self.kind} store" if self.kind else "a damaged SQLite file"
+        if self.kind:
+            return f"a damaged {self.kind} store"
+        if self.schema_lost:
+            return "a damaged SQLite file whose schema is lost, so its kind cannot be told"
+        return "a damaged SQLite file"
 
     def lost_by(self, table: str, column: str) -> Counter[Any]:
         loss = self.lost.get(table)
@@ -732,18 +758,22 @@ def table_names(path: str) -> tuple[set[str], str | None]:
     with contextlib.suppress(OSError, ValueError):
         pf = PageFile(path)
         try:
-            names = {r[1] for r in pf.schema() if r[0] == "table"}
+            names = schema_names(pf.schema())
         finally:
             pf.close()
-    if not names:
-        names = _create_names(path)
+    if kind_of(names) is None:
+        names |= _create_names(path)
     return names, error
 
 
-_CREATE = re.compile(rb"CREATE TABLE (?:IF NOT EXISTS )?[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.I)
+_CREATE = re.compile(rb"CREATE (?:TABLE (?:IF NOT EXISTS )?|(?:UNIQUE )?INDEX (?:IF NOT EXISTS )?"
+                     rb"[\"`\[]?[A-Za-z_][A-Za-z0-9_]*[\"`\]]? ON )[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)",
+                     re.I)
 
 
 def _create_names(path: str) -> set[str]:
+    """The tables named by the CREATE TABLE and CREATE INDEX … ON statements in the file's bytes
+    (schema text that survives where its b-tree does not read)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(_KIND_SCAN_BYTES)
@@ -809,13 +839,17 @@ def _quick_damage(path: str) -> str | None:
 
 
 def damaged_kind(path: str) -> str | None:
-    """The kind of a SQLite file SQLite cannot read whole (None: it reads, or nothing tells)."""
+    """The kind of a damaged SQLite file (None: it reads, or nothing tells): from the schema rows
+    SQLite or the page reader still reads, else the CREATE statements left in its bytes. A file
+    whose schema reads is damaged when `quick_damage` says so (its data pages)."""
     key = None
     with contextlib.suppress(OSError):
         key = ("kind", *_stat_key(path))
     if key is not None and key in _KINDS:
         return _KINDS[key]
     names, error = table_names(path)
+    if error is None and names:
+        error = quick_damage(path)
     kind = None if error is None else kind_of(names)
     if key is not None:
         with _LOCK:
@@ -973,8 +1007,11 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
     try:
         if schema is None:
             schema = pf.schema()
-        names = {r[1] for r in schema if r[0] == "table"} or _create_names(path)
-        kind = kind_of(names)
+        names = schema_names(schema)
+        kind, schema_lost = kind_of(names), False
+        if kind is None:  # too few rows read to tell: the schema text in the bytes may
+            more = _create_names(path)
+            kind, schema_lost = kind_of(names | more), not names and not more
         tables, unread, index_sql = _describe(schema, want)
         lost: dict[str, TableLoss] = {n: TableLoss(unread=why) for n, why in unread.items()}
         by_sqlite: list[str] = []
@@ -1007,7 +1044,7 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
         kept = {n: v for n, v in lost.items()
                 if v.total or v.unread or v.rebuilt or v.found or v.pages}
         return Recovered(path, copy.path if copy is not None and count else None, kind, cause,
-                         hint, count, kept, pf.npages, len(pf.damaged), by_sqlite)
+                         hint, count, kept, pf.npages, len(pf.damaged), by_sqlite, schema_lost)
     finally:
         if copy is not None:
             copy.close()
