@@ -244,9 +244,12 @@ class PageFile:
         self.freelist = int.from_bytes(d[32:36], "big") if self.header_ok else 0
         self.shift = 0
         self.shift_from = 0  # the first page read at the shifted offset
+        self.seam_from = 0  # the first page not trusted: where the bytes went in (to shift_from - 1)
         self.npages = self.size // self.page_size
         if self.size % self.page_size and not self.header_damaged:
             self._align()
+        elif self.declared and self.npages > self.declared and not self.header_damaged:
+            self._align_pages(self.npages - self.declared)
         self.overflow: set[int] = set()  # overflow pages met while reading payloads
         self.damaged: dict[int, str] = {}  # page → "zeroed" | "unreadable" | "beyond the end"
 
@@ -313,15 +316,27 @@ class PageFile:
                     best = (gain, shift, s)
         gain, shift, split = best
         if gain >= 2:
-            self.shift, self.shift_from = shift, split + 1
+            self.shift, self.shift_from, self.seam_from = shift, split + 1, split
             self.npages = (self.size - shift) // ps
+
+    def _align_pages(self, extra: int) -> None:
+        """Whole pages inserted (more pages than the header's valid count, the size a multiple
+        of the page size): the pages after them read `extra` pages on, from where the b-tree's
+        pointers say (sqlite_realign)."""
+        from .sqlite_realign import inserted_pages_split
+
+        got = inserted_pages_split(self, extra)
+        if got is not None:
+            self.seam_from, self.shift_from = got
+            self.shift = extra * self.page_size
+            self.npages = self.declared
 
     # pages
     def btree(self, pno: int) -> _Page | None:
         if not 1 <= pno <= self.npages:
             self.damaged.setdefault(pno, "beyond the end")
             return None
-        if self.shift_from and pno == self.shift_from - 1:
+        if self.shift_from and self.seam_from <= pno < self.shift_from:
             # the page the bytes went into (or out of): where in it is not known, so none of it
             # is trusted — its cells past that point would read as other bytes
             self.damaged.setdefault(pno, "shifted")
@@ -1026,7 +1041,7 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
                 # after inserted or dropped bytes SQLite reads every page misaligned: a table
                 # with a page there is read page by page, realigned
                 sqlite_ok = copy.src and not (pf.shift_from and t.root > 0 and max(
-                    _tree_pages(pf, t.root), default=0) >= pf.shift_from - 1)
+                    _tree_pages(pf, t.root), default=0) >= pf.seam_from)
                 if sqlite_ok and copy.from_sqlite(t, None, loss):
                     by_sqlite.append(name)
                 elif not t.rowid:
@@ -1239,7 +1254,7 @@ def _damaged_table(pf: PageFile, copy: _Copy, t: _Table, loss: TableLoss,
     named: dict[int, dict[str, Any]] = {}
     for iname, iroot, icols in t.indexes:
         entries = copy.index_entries(iname, icols, t, lost_ranges) if sqlite_ok and max(
-            _tree_pages(pf, iroot), default=0) < (pf.shift_from or 1 << 62) - 1 else None
+            _tree_pages(pf, iroot), default=0) < (pf.seam_from or 1 << 62) else None
         if entries is None:
             entries, _bad = pf.index_rows(iroot, lost_ranges)
         for e in entries:
@@ -1322,7 +1337,9 @@ def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
     if pf.shift_from:
         n = abs(pf.shift)
         how = "inserted" if pf.shift > 0 else "missing"
-        return (f"{said}: {n} bytes {how} in page {pf.shift_from - 1} (the {ps}-byte pages "
+        where = (f"page {pf.seam_from}" if pf.seam_from == pf.shift_from - 1 else
+                 f"one of pages {pf.seam_from}–{pf.shift_from - 1}")
+        return (f"{said}: {n} bytes {how} in {where} (the {ps}-byte pages "
                 "after it realigned)",
                 f"bytes were {'inserted into' if pf.shift > 0 else 'dropped from'} the file while "
                 "it was copied or stored; copy it again from where it was written")

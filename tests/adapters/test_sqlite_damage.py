@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import sqlite3
 import warnings
@@ -707,3 +708,64 @@ def test_mlflow_address_of_a_store_whose_data_pages_are_zeroed(request, kind, tm
     line = _one_line_error(err)
     assert f"{db.name}: a damaged {kind} store (" in line and "not an MLflow store" in line, line
     assert f"local:{bad}" in err
+
+
+# -- whole pages inserted: the file's size is still a multiple of its page size ----------------------
+
+
+def _points_by_run(got: dict) -> dict:
+    return {rid.rsplit("#", 1)[-1] if "#" in rid else rid: pts for rid, (_r, pts) in got.items()}
+
+
+@pytest.mark.parametrize("kind", ["MLflow", "Optuna", "trackio"])
+def test_a_repeated_page_sized_region_is_realigned(request, kind, tmp_path):
+    """4096 bytes repeated right after themselves (a block written twice), at a seeded place in
+    the first half of the file: every page after them is one page on, at a page boundary, so
+    the size does not show it; the header's page count and the b-tree's pointers (and
+    sqlite_master's root pages) say from where. Only the page the bytes went into is not
+    trusted: ≥ 99% of the points are read, none that the store does not hold, and the note
+    says where the bytes went in."""
+    db = _kind_store(request, kind)
+    data = db.read_bytes()
+    assert data[24:28] == data[92:96]  # the header's page count is current
+    at = random.Random(f"dup:{kind}").randrange(PAGE * 4, len(data) // 2)
+    bad = tmp_path / "bad" / db.name
+    bad.parent.mkdir()
+    bad.write_bytes(data[:at + PAGE] + data[at:at + PAGE] + data[at + PAGE:])
+    before = hash_tree(bad.parent)
+    address = f"mlflow:{db}" if kind == "MLflow" else f"local:{db}"
+    clean = _points_by_run(_read(address))
+    got = _points_by_run(_read(address.replace(str(db), str(bad))))
+    for run, pts in got.items():
+        assert pts <= clean.get(run, set()), run
+    kept = sum(len(p) for p in got.values())
+    total = sum(len(p) for p in clean.values())
+    assert kept >= 0.99 * total, (kept, total)
+    notes = " | ".join(n for r in load_runs(address.replace(str(db), str(bad))) for n in r.fidelity)
+    seam = at // PAGE + 2  # the slot the repeated bytes start in
+    where = re.search(r"4096 bytes inserted in (?:page (\d+)|one of pages (\d+)–(\d+)) ", notes)
+    assert where, notes
+    first, last = (int(where[1]),) * 2 if where[1] else (int(where[2]), int(where[3]))
+    assert first <= seam <= last, (seam, notes)
+    assert hash_tree(bad.parent) == before
+
+
+def test_pages_after_the_end_move_nothing(mlflow_store, tmp_path):
+    """Whole pages after the header's page count (a file grown past its end; SQLite ignores
+    them) and a zeroed leaf: the b-tree gives no pointer that reads right only pages on, so
+    nothing is realigned — the zeroed page is named, its rows rebuilt from MLflow's metrics
+    index (which holds every column) or counted, every other row read."""
+    db, clean = mlflow_store
+    leaf = random.Random(7).choice(_pages(db, "metrics", kind="leaf"))
+    data = bytearray(db.read_bytes())
+    data[(leaf - 1) * PAGE:leaf * PAGE] = bytes(PAGE)
+    bad = tmp_path / "mlflow.db"
+    bad.write_bytes(bytes(data) + data[PAGE * 2:PAGE * 5])
+    got = _read(f"mlflow:{bad}")
+    notes = " | ".join(n for _rid, (r, _p) in got.items() for n in r.fidelity)
+    assert "inserted" not in notes and f"page {leaf} (zeroed)" in notes, notes
+    kept = sum(len(p) for _r, p in got.values())
+    total = sum(len(p) for _r, p in clean.values())
+    assert total - 2 * 400 <= kept <= total
+    for rid, (_run, pts) in got.items():
+        assert pts <= clean[rid.replace(str(bad), str(db))][1]
