@@ -189,24 +189,40 @@ def write_mlflow(folder: Path, kind: str) -> Path:
     return path
 
 
-def write_mlflow_stores(written: Path) -> bool:
-    """Both MLflow stores in `written` (`mlflow-file/`, `mlflow-sqlite/`), unless already there;
-    False when MLflow is not installed. Written beside and renamed into place, so a folder that
-    exists is whole (the sqlite store's migrations take seconds: the test writes it once)."""
+MLFLOW_STORES = {"mlflow-file": "file", "mlflow-sqlite": "sqlite"}
+
+
+def write_mlflow_stores(written: Path, names: tuple[str, ...] = tuple(MLFLOW_STORES)) -> bool:
+    """The MLflow stores `names` in `written` (`mlflow-file/`, `mlflow-sqlite/`), unless already
+    there; False when MLflow is not installed. Written beside and renamed into place, so a folder
+    that exists is whole (the sqlite store's migrations take seconds: the test writes it once)."""
+    if all((written / name).is_dir() for name in names):
+        return True  # (importing MLflow alone takes a second)
     try:
         import mlflow  # noqa: F401
     except ImportError:
         return False
-    for name, kind in (("mlflow-file", "file"), ("mlflow-sqlite", "sqlite")):
+    for name in names:
         final = written / name
         if final.is_dir():
             continue
         part = written / f".{name}.partial"
         if part.exists():
             shutil.rmtree(part)
-        write_mlflow(part, kind)
+        write_mlflow(part, MLFLOW_STORES[name])
         part.rename(final)
     return True
+
+
+def mlflow_source(written: Path, name: str) -> Source | None:
+    """One MLflow store of `write_mlflow_stores` as a source (None: MLflow is not installed)."""
+    if not write_mlflow_stores(written, (name,)):
+        return None
+    folder = written / name
+    if name == "mlflow-sqlite":
+        return Source(name, folder, "mlflow.db")
+    (loss,) = (folder / "mlruns").glob("*/*/metrics/loss")
+    return Source(name, folder, str(loss.relative_to(folder)), text=True)
 
 
 def mlflow_sources(work: Path, written: Path | None = None) -> list[Source]:
@@ -214,12 +230,7 @@ def mlflow_sources(work: Path, written: Path | None = None) -> list[Source]:
     `work/written`, apart from the copies `work/<source>/<damage>/`, so no store is copied into
     itself); none is committed. Empty when MLflow is not installed."""
     written = written or work / "written"
-    if not write_mlflow_stores(written):
-        return []
-    file_store = written / "mlflow-file"
-    (loss,) = (file_store / "mlruns").glob("*/*/metrics/loss")
-    return [Source("mlflow-file", file_store, str(loss.relative_to(file_store)), text=True),
-            Source("mlflow-sqlite", written / "mlflow-sqlite", "mlflow.db")]
+    return [s for s in (mlflow_source(written, n) for n in MLFLOW_STORES) if s is not None]
 
 
 def sources(work: Path) -> list[Source]:

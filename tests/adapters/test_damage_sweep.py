@@ -50,13 +50,13 @@ except ImportError:  # no flock (Windows): each worker writes its own stores
 
 
 @contextmanager
-def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
-    """An exclusive lock on `folder` among processes (True: held; False: another holds it and
-    `wait` is off)."""
+def _locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock on the file `path` among processes (True: held; False: another holds
+    it and `wait` is off)."""
     if fcntl is None:
         yield True
         return
-    fd = os.open(folder / ".lock", os.O_CREAT | os.O_RDWR)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -71,7 +71,7 @@ def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
 @pytest.fixture(scope="session")
 def mlflow_written(tmp_path_factory, request) -> Path:
     """Where the MLflow stores are written once per session: shared by pytest-xdist's workers
-    (the sqlite store's migrations take ~7 s; one worker writes while the other reads the
+    (the sqlite store's migrations take ~7 s; one worker writes it while the other reads the
     other formats)."""
     base = tmp_path_factory.getbasetemp()
     if hasattr(request.config, "workerinput") and fcntl is not None:
@@ -83,10 +83,12 @@ def mlflow_written(tmp_path_factory, request) -> Path:
 
 @pytest.fixture(scope="module", autouse=True)
 def _write_mlflow_early(mlflow_written):
-    """The first worker here writes the stores at once; another does not wait for it now."""
-    with _locked(mlflow_written, wait=False) as held:
-        if held:
-            ds.write_mlflow_stores(mlflow_written)
+    """The first worker here writes each store at once (one lock per store: the file store,
+    written in a moment, is free while the sqlite store is written); another does not wait."""
+    for name in ds.MLFLOW_STORES:
+        with _locked(mlflow_written / f".{name}.lock", wait=False) as held:
+            if held:
+                ds.write_mlflow_stores(mlflow_written, (name,))
 
 
 @pytest.fixture(scope="module")
@@ -94,21 +96,24 @@ def sweep_sources(work, mlflow_written):
     fixture = {s.name: s for s in ds.fixture_sources()}
 
     @cache
-    def mlflow() -> dict[str, ds.Source]:
-        with _locked(mlflow_written):  # waits while another worker writes them
-            return {s.name: s for s in ds.mlflow_sources(work, mlflow_written)}
+    def mlflow(name: str) -> ds.Source | None:
+        with _locked(mlflow_written / f".{name}.lock"):  # waits while another worker writes it
+            return ds.mlflow_source(mlflow_written, name)
 
     class Sources(dict):
-        """The formats by name; the MLflow stores only when a case asks for one."""
+        """The formats by name; an MLflow store only when a case asks for it."""
 
         def __missing__(self, name: str) -> ds.Source:
-            return mlflow()[name]
+            got = mlflow(name) if name in ds.MLFLOW_STORES else None
+            if got is None:
+                raise KeyError(name)
+            return got
 
         def __contains__(self, name: object) -> bool:
-            return name in fixture or name in mlflow()
+            return name in fixture or (name in ds.MLFLOW_STORES and mlflow(name) is not None)
 
         def all(self) -> dict[str, ds.Source]:
-            return {**fixture, **mlflow()}
+            return {**fixture, **{n: s for n in ds.MLFLOW_STORES if (s := mlflow(n)) is not None}}
 
     return Sources(fixture)
 
