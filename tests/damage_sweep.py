@@ -79,7 +79,7 @@ class Read:
     numbers: dict[tuple[str, str], tuple[int, float | None]] = field(default_factory=dict)
     notes: set[str] = field(default_factory=set)
     seconds: float = math.inf
-    error: str | None = None  # a one-line InputError: nothing read
+    error: str | None = None  # a one-line error (rundiff's InputError, AddressError…): nothing read
     traceback: str | None = None
 
     @property
@@ -303,7 +303,7 @@ def _outcome(value: Any) -> float | None:
 
 def read_once(address: str) -> Read:
     """Every run of `address` as a command reads it: per run and key (count, last value), notes."""
-    from rundiff_core.errors import InputError
+    from rundiff_core.errors import RundiffError
     from rundiff_core.resolve import load_runs
 
     out = Read()
@@ -325,7 +325,7 @@ def read_once(address: str) -> Read:
                 for key in run.metric_keys():
                     out.numbers[(label, key)] = (run.point_count(key), _outcome(run.last_value(key)))
                 out.notes.update(run.fidelity)
-    except InputError as exc:
+    except RundiffError as exc:  # what a command says in one line (input or address)
         out.error = str(exc.args[0] if exc.args else exc)
     except Exception:  # noqa: BLE001 — the sweep reports a traceback, it never raises one
         out.traceback = traceback.format_exc()
