@@ -16,10 +16,21 @@ end, which SQLite itself ignores, gives no shifted votes and moves nothing).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from .sqlite_salvage import PageFile
+from .sqlite_format import (
+    INDEX_INTERIOR,
+    INDEX_LEAF,
+    TABLE_INTERIOR,
+    TABLE_LEAF,
+    BadBytes,
+    Page,
+    decode_record,
+    schema_like,
+    varint,
+)
+
+PageFile = Any  # sqlite_salvage.PageFile, which calls in here (not imported: no import loop)
 
 MIN_VOTES = 2  # shifted votes needed: one pointer could read right by chance
 
@@ -29,7 +40,6 @@ def inserted_pages_split(pf: PageFile, extra: int) -> tuple[int, int] | None:
     inserted before it, or None when the pointers do not clearly say so. The pages from the
     first to the split (exclusive) are where the bytes went in: the last page read right
     unshifted and the first read right shifted bound it; no pointer tells about those between."""
-    from .sqlite_salvage import _INDEX_INTERIOR, _TABLE_INTERIOR
 
     votes: list[tuple[int, bool]] = []  # (page, True: right only when shifted)
 
@@ -41,13 +51,13 @@ def inserted_pages_split(pf: PageFile, extra: int) -> tuple[int, int] | None:
 
     for slot in range(1, pf.npages + 1):
         got = pf._header_at(pf.page_size * (slot - 1), slot == 1)
-        if got is not None and got[0] in (_TABLE_INTERIOR, _INDEX_INTERIOR):
+        if got is not None and got[0] in (TABLE_INTERIOR, INDEX_INTERIOR):
             for child, lo, hi in _children(pf, slot, got):
                 vote(child, got[0], lo, hi)
     # a root page no interior page points to (a one-page table or index): sqlite_master's
     # rootpage says which kind of page it is
     for kind, root in _schema_roots(pf, extra):
-        vote(root, _TABLE_INTERIOR if kind == "table" else _INDEX_INTERIOR)
+        vote(root, TABLE_INTERIOR if kind == "table" else INDEX_INTERIOR)
     split = _split(votes)
     if split is None:
         return None
@@ -59,39 +69,31 @@ def _schema_roots(pf: PageFile, extra: int) -> list[tuple[str, int]]:
     """(type, rootpage) of the sqlite_master rows on the leaves page 1 points to, each leaf read
     at its own slot and `extra` slots on (a row read either way is a schema row: five columns,
     a type, names, a root page number)."""
-    from .sqlite_salvage import (
-        _TABLE_INTERIOR,
-        _TABLE_LEAF,
-        _Bad,
-        _Page,
-        _schema_like,
-        decode_record,
-    )
 
     got = pf._header_at(0, True)
     if got is None:
         return []
-    if got[0] == _TABLE_LEAF:
+    if got[0] == TABLE_LEAF:
         leaves = [(0, got, True)]
-    elif got[0] == _TABLE_INTERIOR:
+    elif got[0] == TABLE_INTERIOR:
         leaves = []
         for child, _lo, _hi in _children(pf, 1, got):
             for slot in (child, child + extra):
                 if 2 <= slot <= pf.npages:
                     head = pf._header_at(pf.page_size * (slot - 1), False)
-                    if head is not None and head[0] == _TABLE_LEAF:
+                    if head is not None and head[0] == TABLE_LEAF:
                         leaves.append((pf.page_size * (slot - 1), head, False))
     else:
         return []
     roots: set[tuple[str, int]] = set()
     for base, (kind, ncells, ptrs), _first in leaves:
-        page = _Page(0, kind, base, ptrs, ncells, 0)
+        page = Page(0, kind, base, ptrs, ncells, 0)
         for cell in pf.table_cells(page):
             try:
                 row = decode_record(cell[1], pf.encoding) if cell else None
-            except _Bad:
+            except BadBytes:
                 continue
-            if row and _schema_like(row) and row[0] in ("table", "index") and row[3]:
+            if row and schema_like(row) and row[0] in ("table", "index") and row[3]:
                 roots.add((row[0], row[3]))
     return sorted(roots)
 
@@ -124,25 +126,24 @@ def _split(votes: list[tuple[int, bool]]) -> int | None:
 def _children(pf: PageFile, slot: int, got: tuple[int, int, int]) -> list[tuple[int, int | None, int | None]]:
     """(child page, after, up to) of the interior page at `slot`: a table's rowid bounds from its
     keys (None: unbounded), none for an index."""
-    from .sqlite_salvage import _TABLE_INTERIOR, _Bad, _Page, _varint
 
     kind, ncells, ptrs = got
     base = pf.page_size * (slot - 1)
     h = base + (100 if slot == 1 else 0)
     right = int.from_bytes(pf.data[h + 8:h + 12], "big")
-    page = _Page(slot, kind, base, ptrs, ncells, right)
+    page = Page(slot, kind, base, ptrs, ncells, right)
     out: list[tuple[int, int | None, int | None]] = []
     prev: int | None = None
     for pos in pf._cells(page):
         if pos < 0:
             continue
         child = int.from_bytes(pf.data[pos:pos + 4], "big")
-        if kind != _TABLE_INTERIOR:
+        if kind != TABLE_INTERIOR:
             out.append((child, None, None))
             continue
         try:
-            key, _ = _varint(pf.data, pos + 4, base + pf.usable)
-        except _Bad:
+            key, _ = varint(pf.data, pos + 4, base + pf.usable)
+        except BadBytes:
             continue
         out.append((child, prev, key))
         prev = key
@@ -152,15 +153,6 @@ def _children(pf: PageFile, slot: int, got: tuple[int, int, int]) -> list[tuple[
 
 def _fits(pf: PageFile, slot: int, parent: int, lo: int | None, hi: int | None) -> bool:
     """The page at `slot` (unshifted) is a child of a `parent`-kind page bounded by (lo, hi]."""
-    from .sqlite_salvage import (
-        _INDEX_INTERIOR,
-        _INDEX_LEAF,
-        _TABLE_INTERIOR,
-        _TABLE_LEAF,
-        _Bad,
-        _Page,
-        _varint,
-    )
 
     if not 2 <= slot <= pf.npages:
         return False
@@ -169,25 +161,25 @@ def _fits(pf: PageFile, slot: int, parent: int, lo: int | None, hi: int | None) 
     if got is None:
         return False
     kind, ncells, ptrs = got
-    if parent == _INDEX_INTERIOR:
-        return kind in (_INDEX_LEAF, _INDEX_INTERIOR)
-    if kind not in (_TABLE_LEAF, _TABLE_INTERIOR):
+    if parent == INDEX_INTERIOR:
+        return kind in (INDEX_LEAF, INDEX_INTERIOR)
+    if kind not in (TABLE_LEAF, TABLE_INTERIOR):
         return False
     if not ncells:
-        return kind == _TABLE_LEAF
-    page = _Page(slot, kind, base, ptrs, ncells, 0)
+        return kind == TABLE_LEAF
+    page = Page(slot, kind, base, ptrs, ncells, 0)
     keys = []
     end = base + pf.usable
     for pos in pf._cells(page):
         if pos < 0:
             return False
         try:
-            if kind == _TABLE_LEAF:
-                _size, i = _varint(pf.data, pos, end)
-                key, _ = _varint(pf.data, i, end)
+            if kind == TABLE_LEAF:
+                _size, i = varint(pf.data, pos, end)
+                key, _ = varint(pf.data, i, end)
             else:
-                key, _ = _varint(pf.data, pos + 4, end)
-        except _Bad:
+                key, _ = varint(pf.data, pos + 4, end)
+        except BadBytes:
             return False
         keys.append(key)
     first, last = min(keys), max(keys)
