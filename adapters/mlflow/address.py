@@ -78,7 +78,7 @@ def damaged_sqlite(path: str) -> None:
     still tell) instead of "not an MLflow store"; anything else returns."""
     import sqlite3
 
-    from .sqlite_salvage import is_damage, kind_of, table_names
+    from .sqlite_salvage import is_damage, kind_of, quick_damage, table_names
 
     path = os.path.expanduser(path)
     if not os.path.isfile(path):
@@ -90,6 +90,8 @@ def damaged_sqlite(path: str) -> None:
                 (".db", ".sqlite", ".sqlite3")):
             return
         names, error = table_names(path)
+        if error is None and names:  # the schema reads: its data pages may not
+            error = quick_damage(path)
     except (OSError, ValueError, sqlite3.Error) as exc:
         if isinstance(exc, sqlite3.Error) and not is_damage(exc):
             return
@@ -99,7 +101,10 @@ def damaged_sqlite(path: str) -> None:
     name = os.path.basename(path)
     kind = kind_of(names)
     if kind is None:
-        raise InputError(f"{name}: a damaged SQLite file whose kind cannot be told ({error})",
+        what = "whose schema is lost, so its kind cannot be told" if not names else \
+            f"whose tables ({', '.join(sorted(names)[:4])}{', …' if len(names) > 4 else ''}) are " \
+            "no store rundiff knows"
+        raise InputError(f"{name}: a damaged SQLite file {what} ({error})",
                          hint="restore it from a backup, or let `sqlite3 FILE .recover` rebuild "
                          "a copy of what SQLite can read")
     raise InputError(f"{name}: a damaged {kind} store ({error}), not an MLflow store",

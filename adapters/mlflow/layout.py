@@ -68,8 +68,21 @@ def _listdir(path: str) -> list[str]:
 
 
 def sqlite_ro_uri(path: str) -> str:
-    """A `file:` URI that opens `path` read-only: sqlite never creates or changes a file."""
-    return "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    """A `file:` URI that opens `path` read-only: sqlite never creates or changes a file.
+
+    `mode=ro` alone still writes `-shm` and `-wal` beside a write-ahead-log database (header
+    bytes 18–19 = 2; trackio's, for one): such a file with no log waiting beside it is opened
+    `immutable` (nothing is written that a log would hold). A rollback-journal file keeps
+    `mode=ro`, which writes nothing and takes SQLite's shared lock against a live writer."""
+    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    if _head(path, 20)[18:20] == b"\x02\x02":
+        try:
+            live = os.path.getsize(path + "-wal") > 0
+        except OSError:
+            live = False
+        if not live:
+            uri += "&immutable=1"
+    return uri
 
 
 def is_mlflow_sqlite(path: str) -> bool:

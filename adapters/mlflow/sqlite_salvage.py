@@ -34,7 +34,6 @@ import os
 import re
 import shutil
 import sqlite3
-import struct
 import tempfile
 import threading
 from collections import Counter
@@ -43,23 +42,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+from .sqlite_format import (
+    BTREE_KINDS,
+    INDEX_INTERIOR,
+    PAGE_SIZES,
+    SQLITE_MAGIC,
+    TABLE_INTERIOR,
+    TABLE_LEAF,
+    BadBytes,
+    Page,
+    decode_record,
+    last_int,
+    schema_like,
+    varint,
+)
+from .sqlite_realign import inserted_pages_split
+
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
-_PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
-_TABLE_LEAF, _TABLE_INTERIOR, _INDEX_LEAF, _INDEX_INTERIOR = 13, 5, 10, 2
-_BTREE = (_TABLE_LEAF, _TABLE_INTERIOR, _INDEX_LEAF, _INDEX_INTERIOR)
-_SCHEMA_TYPES = ("table", "index", "view", "trigger")
 _KIND_SCAN_BYTES = 64 << 20  # a damaged file's raw bytes looked at for CREATE TABLE names
 _GUESS_PAGES = 4096  # pages looked at to guess the page size of a file whose header is damaged
 _SCHEMA_SCAN_PAGES = 1 << 16  # pages looked at for schema rows cut off from the first page
 _FIRST = -(1 << 63)  # "after" of a rowid range from the start (no table holds that rowid)
 
-# which store a set of table names is (most specific first); (kind, tables, how many must be there)
+# which store a set of table names is (most specific first); (kind, tables, how many must be there).
+# Beyond the core tables, the ones only these tools name (MLflow's traces, logged models and
+# registry; Optuna's attribute tables), so that a few surviving schema rows still tell the kind
 KINDS: tuple[tuple[str, frozenset[str], int], ...] = (
     ("MLflow", frozenset({"experiments", "runs", "metrics", "params", "tags", "latest_metrics",
-                          "experiment_tags", "alembic_version"}), 3),
+                          "experiment_tags", "alembic_version", "trace_info", "trace_tags",
+                          "trace_request_metadata", "logged_models", "logged_model_metrics",
+                          "logged_model_params", "logged_model_tags", "registered_models",
+                          "model_versions", "registered_model_tags", "model_version_tags",
+                          "registered_model_aliases", "input_tags", "evaluation_datasets"}), 3),
     ("Optuna", frozenset({"studies", "trials", "trial_params", "trial_values",
-                          "trial_intermediate_values", "study_directions", "version_info"}), 3),
+                          "trial_intermediate_values", "study_directions", "version_info",
+                          "study_user_attributes", "study_system_attributes",
+                          "trial_user_attributes", "trial_system_attributes",
+                          "trial_heartbeats"}), 3),
     ("trackio", frozenset({"metrics", "configs", "system_metrics", "project_metadata"}), 2),
     ("neptune-scale", frozenset({"run_operations"}), 1),
 )
@@ -80,6 +99,18 @@ def is_damage(exc: BaseException) -> bool:
             or "could not decode to utf-8" in text)  # python's sqlite3 on text that is not
 
 
+def schema_names(rows: Iterable[tuple[Any, ...]]) -> set[str]:
+    """The table names sqlite_master rows show: each table's name and the table every row is on
+    (`tbl_name`: an index or trigger names its table even when the table's own row is lost)."""
+    names: set[str] = set()
+    for r in rows:
+        if r[0] == "table" and isinstance(r[1], str):
+            names.add(r[1])
+        if isinstance(r[2], str):
+            names.add(r[2])
+    return names
+
+
 def kind_of(names: Iterable[str]) -> str | None:
     """The store kind a set of table names shows (MLflow, Optuna, trackio, neptune-scale)."""
     have = set(names)
@@ -92,109 +123,6 @@ def kind_of(names: Iterable[str]) -> str | None:
 
 
 # -- pages ------------------------------------------------------------------------------------------
-
-
-def _varint(buf: Any, i: int, end: int) -> tuple[int, int]:
-    v = 0
-    for n in range(9):
-        if i >= end:
-            raise _Bad("varint past the end")
-        b = buf[i]
-        i += 1
-        if n == 8:
-            v = (v << 8) | b
-            break
-        v = (v << 7) | (b & 0x7F)
-        if b < 0x80:
-            break
-    if v >= 1 << 63:
-        v -= 1 << 64
-    return v, i
-
-
-class _Bad(Exception):
-    """A cell, record or page that does not read."""
-
-
-_INT_SIZES = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8}
-
-
-def decode_record(buf: bytes, encoding: str = "utf-8") -> list[Any]:
-    """A SQLite record's values (https://sqlite.org/fileformat2.html#record_format)."""
-    end = len(buf)
-    hsize, i = _varint(buf, 0, end)
-    if hsize < 1 or hsize > end:
-        raise _Bad("record header size")
-    types = []
-    while i < hsize:
-        t, i = _varint(buf, i, hsize)
-        types.append(t)
-    pos = hsize
-    out: list[Any] = []
-    for t in types:
-        if t == 0:
-            out.append(None)
-        elif t in _INT_SIZES:
-            n = _INT_SIZES[t]
-            if pos + n > end:
-                raise _Bad("integer past the end")
-            out.append(int.from_bytes(buf[pos:pos + n], "big", signed=True))
-            pos += n
-        elif t == 7:
-            if pos + 8 > end:
-                raise _Bad("float past the end")
-            out.append(struct.unpack(">d", buf[pos:pos + 8])[0])
-            pos += 8
-        elif t in (8, 9):
-            out.append(t - 8)
-        elif t >= 12:
-            n = (t - 12) // 2
-            if pos + n > end:
-                raise _Bad("text or blob past the end")
-            raw = buf[pos:pos + n]
-            if t % 2:
-                try:
-                    out.append(raw.decode(encoding))
-                except UnicodeDecodeError as exc:
-                    raise _Bad("text that is not in the file's encoding") from exc
-            else:
-                out.append(bytes(raw))
-            pos += n
-        else:
-            raise _Bad("reserved serial type")
-    return out
-
-
-def _last_int(buf: bytes) -> int | None:
-    """The last value of a record when it is an integer (an index entry's rowid), decoding
-    nothing else."""
-    end = len(buf)
-    hsize, i = _varint(buf, 0, end)
-    if hsize < 1 or hsize > end:
-        raise _Bad("record header size")
-    pos, t = hsize, 0
-    while i < hsize:
-        t, i = _varint(buf, i, hsize)
-        n = _INT_SIZES.get(t, 8 if t == 7 else 0) if t < 12 else (t - 12) // 2
-        pos += n
-    if t not in _INT_SIZES and t not in (8, 9):
-        return None
-    if t in (8, 9):
-        return t - 8
-    n = _INT_SIZES[t]
-    if pos > end:
-        raise _Bad("integer past the end")
-    return int.from_bytes(buf[pos - n:pos], "big", signed=True)
-
-
-@dataclass
-class _Page:
-    number: int
-    kind: int
-    base: int
-    ptrs: int  # offset of the cell pointer array
-    ncells: int
-    right: int  # the right-most child of an interior page
 
 
 class PageFile:
@@ -211,7 +139,7 @@ class PageFile:
         self.header_ok = self.size >= 100 and d[:16] == SQLITE_MAGIC
         ps = int.from_bytes(d[16:18], "big") if self.header_ok else 0
         ps = 65536 if ps == 1 else ps
-        self.header_damaged = not self.header_ok or ps not in _PAGE_SIZES
+        self.header_damaged = not self.header_ok or ps not in PAGE_SIZES
         reserved = d[20] if self.header_ok else 0
         self.page_size = self._guess_page_size() if self.header_damaged else ps
         self.usable = self.page_size - (reserved if reserved < 32 else 0)
@@ -223,9 +151,12 @@ class PageFile:
         self.freelist = int.from_bytes(d[32:36], "big") if self.header_ok else 0
         self.shift = 0
         self.shift_from = 0  # the first page read at the shifted offset
+        self.seam_from = 0  # the first page not trusted: where the bytes went in (to shift_from - 1)
         self.npages = self.size // self.page_size
         if self.size % self.page_size and not self.header_damaged:
             self._align()
+        elif self.declared and self.npages > self.declared and not self.header_damaged:
+            self._align_pages(self.npages - self.declared)
         self.overflow: set[int] = set()  # overflow pages met while reading payloads
         self.damaged: dict[int, str] = {}  # page → "zeroed" | "unreadable" | "beyond the end"
 
@@ -247,11 +178,11 @@ class PageFile:
         h = off + (100 if first else 0)
         d = self.data
         kind = d[h]
-        if kind not in _BTREE:
+        if kind not in BTREE_KINDS:
             return None
         ncells = int.from_bytes(d[h + 3:h + 5], "big")
         start = int.from_bytes(d[h + 5:h + 7], "big") or 65536
-        hl = 12 if kind in (_TABLE_INTERIOR, _INDEX_INTERIOR) else 8
+        hl = 12 if kind in (TABLE_INTERIOR, INDEX_INTERIOR) else 8
         used = h - off + hl + 2 * ncells
         if used > ps or start > ps or (ncells and start < used) or d[h + 7] > 60:
             return None
@@ -259,7 +190,7 @@ class PageFile:
 
     def _guess_page_size(self) -> int:
         best, score = 4096, 0.3
-        for ps in _PAGE_SIZES:
+        for ps in PAGE_SIZES:
             self.page_size = ps
             n = min(self.size // ps, _GUESS_PAGES)
             if n < 2:
@@ -292,15 +223,25 @@ class PageFile:
                     best = (gain, shift, s)
         gain, shift, split = best
         if gain >= 2:
-            self.shift, self.shift_from = shift, split + 1
+            self.shift, self.shift_from, self.seam_from = shift, split + 1, split
             self.npages = (self.size - shift) // ps
 
+    def _align_pages(self, extra: int) -> None:
+        """Whole pages inserted (more pages than the header's valid count, the size a multiple
+        of the page size): the pages after them read `extra` pages on, from where the b-tree's
+        pointers say (sqlite_realign)."""
+        got = inserted_pages_split(self, extra)
+        if got is not None:
+            self.seam_from, self.shift_from = got
+            self.shift = extra * self.page_size
+            self.npages = self.declared
+
     # pages
-    def btree(self, pno: int) -> _Page | None:
+    def btree(self, pno: int) -> Page | None:
         if not 1 <= pno <= self.npages:
             self.damaged.setdefault(pno, "beyond the end")
             return None
-        if self.shift_from and pno == self.shift_from - 1:
+        if self.shift_from and self.seam_from <= pno < self.shift_from:
             # the page the bytes went into (or out of): where in it is not known, so none of it
             # is trusted — its cells past that point would read as other bytes
             self.damaged.setdefault(pno, "shifted")
@@ -313,12 +254,12 @@ class PageFile:
             return None
         kind, ncells, ptrs = got
         right = 0
-        if kind in (_TABLE_INTERIOR, _INDEX_INTERIOR):
+        if kind in (TABLE_INTERIOR, INDEX_INTERIOR):
             h = base + (100 if pno == 1 else 0)
             right = int.from_bytes(self.data[h + 8:h + 12], "big")
-        return _Page(pno, kind, base, ptrs, ncells, right)
+        return Page(pno, kind, base, ptrs, ncells, right)
 
-    def _cells(self, page: _Page) -> Iterator[int]:
+    def _cells(self, page: Page) -> Iterator[int]:
         d = self.data
         lo = page.ptrs - page.base + 2 * page.ncells
         for i in range(page.ncells):
@@ -330,35 +271,35 @@ class PageFile:
         u = self.usable
         x = u - 35 if table_leaf else (u - 12) * 64 // 255 - 23
         if size < 0:
-            raise _Bad("negative payload size")
+            raise BadBytes("negative payload size")
         if size <= x:
             if pos + size > end:
-                raise _Bad("payload past its page")
+                raise BadBytes("payload past its page")
             return bytes(self.data[pos:pos + size])
         m = (u - 12) * 32 // 255 - 23
         k = m + (size - m) % (u - 4)
         local = k if k <= x else m
         if pos + local + 4 > end:
-            raise _Bad("payload past its page")
+            raise BadBytes("payload past its page")
         parts = [self.data[pos:pos + local]]
         remaining = size - local
         nxt = int.from_bytes(self.data[pos + local:pos + local + 4], "big")
         seen: set[int] = set()
         while remaining > 0:
             if nxt in seen or not 2 <= nxt <= self.npages:
-                raise _Bad("broken overflow chain")
+                raise BadBytes("broken overflow chain")
             seen.add(nxt)
             off = self.offset(nxt)
             n = min(remaining, u - 4)
             if off + 4 + n > self.size:
-                raise _Bad("overflow page past the end")
+                raise BadBytes("overflow page past the end")
             parts.append(self.data[off + 4:off + 4 + n])
             remaining -= n
             nxt = int.from_bytes(self.data[off:off + 4], "big")
         self.overflow |= seen
         return b"".join(parts)
 
-    def children(self, page: _Page) -> list[int]:
+    def children(self, page: Page) -> list[int]:
         out = []
         for pos in self._cells(page):
             if pos >= 0:
@@ -367,7 +308,7 @@ class PageFile:
         return out
 
     def walk(self, root: int, seen: set[int], damage: dict[int, str] | None = None,
-             interior_cells: bool = False) -> Iterator[_Page]:
+             interior_cells: bool = False) -> Iterator[Page]:
         """The pages of the b-tree at `root`, left to right (leaves; index interior pages too
         with `interior_cells`); `seen` collects its pages, `damage` the ones that do not read."""
         stack = [root]
@@ -381,9 +322,9 @@ class PageFile:
                 if damage is not None:
                     damage[pno] = self.damaged[pno]
                 continue
-            if page.kind in (_TABLE_INTERIOR, _INDEX_INTERIOR):
+            if page.kind in (TABLE_INTERIOR, INDEX_INTERIOR):
                 stack.extend(reversed(self.children(page)))
-                if page.kind == _INDEX_INTERIOR and interior_cells:
+                if page.kind == INDEX_INTERIOR and interior_cells:
                     yield page
             else:
                 yield page
@@ -392,29 +333,29 @@ class PageFile:
         for _ in self.walk(root, seen):
             pass
 
-    def table_cells(self, page: _Page) -> Iterator[tuple[int, bytes] | None]:
+    def table_cells(self, page: Page) -> Iterator[tuple[int, bytes] | None]:
         """(rowid, payload) of each cell of a table leaf page; None for a cell that does not read."""
         end = page.base + self.usable
         for pos in self._cells(page):
             try:
                 if pos < 0:
-                    raise _Bad("cell pointer out of its page")
-                size, i = _varint(self.data, pos, end)
-                rowid, i = _varint(self.data, i, end)
+                    raise BadBytes("cell pointer out of its page")
+                size, i = varint(self.data, pos, end)
+                rowid, i = varint(self.data, i, end)
                 yield rowid, self._payload(i, end, size, True)
-            except _Bad:
+            except BadBytes:
                 yield None
 
-    def index_cells(self, page: _Page) -> Iterator[bytes | None]:
+    def index_cells(self, page: Page) -> Iterator[bytes | None]:
         end = page.base + self.usable
         for pos in self._cells(page):
             try:
                 if pos < 0:
-                    raise _Bad("cell pointer out of its page")
-                i = pos + 4 if page.kind == _INDEX_INTERIOR else pos
-                size, i = _varint(self.data, i, end)
+                    raise BadBytes("cell pointer out of its page")
+                i = pos + 4 if page.kind == INDEX_INTERIOR else pos
+                size, i = varint(self.data, i, end)
                 yield self._payload(i, end, size, False)
-            except _Bad:
+            except BadBytes:
                 yield None
 
     def mark_freelist(self, seen: set[int]) -> None:
@@ -460,11 +401,11 @@ class PageFile:
                 continue
             seen.add(pno)
             page = self.btree(pno)
-            if page is None or page.kind not in (_TABLE_LEAF, _TABLE_INTERIOR):
+            if page is None or page.kind not in (TABLE_LEAF, TABLE_INTERIOR):
                 damage[pno] = self.damaged.get(pno, "unreadable")
                 ranges.append((lo, hi))
                 continue
-            if page.kind == _TABLE_INTERIOR:
+            if page.kind == TABLE_INTERIOR:
                 kids = []
                 prev = lo
                 for pos in self._cells(page):
@@ -472,8 +413,8 @@ class PageFile:
                         continue
                     child = int.from_bytes(self.data[pos:pos + 4], "big")
                     try:
-                        key, _ = _varint(self.data, pos + 4, page.base + self.usable)
-                    except _Bad:
+                        key, _ = varint(self.data, pos + 4, page.base + self.usable)
+                    except BadBytes:
                         continue
                     kids.append((child, prev, key))
                     if prev > _FIRST:
@@ -490,7 +431,7 @@ class PageFile:
                     continue
                 try:
                     rows[cell[0]] = decode_record(cell[1], self.encoding)
-                except _Bad:
+                except BadBytes:
                     bad += 1
         held = 0
         typical = round(sum(widths) / len(widths)) if widths else 0
@@ -511,14 +452,14 @@ class PageFile:
             for payload in self.index_cells(page):
                 try:
                     if payload is None:
-                        raise _Bad("cell")
+                        raise BadBytes("cell")
                     if ranges is not None:
-                        rid = _last_int(payload)
+                        rid = last_int(payload)
                         if rid is None or not any(lo < rid and (hi is None or rid <= hi)
                                                   for lo, hi in ranges):
                             continue
                     out.append(decode_record(payload, self.encoding))
-                except _Bad:
+                except BadBytes:
                     bad += 1
         return out, bad
 
@@ -527,22 +468,22 @@ class PageFile:
         page whose cells are all schema rows."""
         damage: dict[int, str] = {}
         rows, _bad, _ = self.table_rows(1, damage)
-        found = [tuple(r) for r in rows.values() if _schema_like(r)]
+        found = [tuple(r) for r in rows.values() if schema_like(r)]
         if damage or not found:
             have = {(r[0], r[1]) for r in found}
             for pno in range(2, min(self.npages, _SCHEMA_SCAN_PAGES) + 1):
                 got = self._header_at(self.offset(pno), False)
-                if not got or got[0] != _TABLE_LEAF:
+                if not got or got[0] != TABLE_LEAF:
                     continue
-                page = _Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
+                page = Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
                 cells = []
                 for cell in self.table_cells(page):
                     try:
                         rec = decode_record(cell[1], self.encoding) if cell else None
-                    except _Bad:
+                    except BadBytes:
                         rec = None
                     cells.append(rec)
-                good = [c for c in cells if c is not None and _schema_like(c)]
+                good = [c for c in cells if c is not None and schema_like(c)]
                 if good and len(good) * 2 >= len(cells):
                     for r in good:
                         if (r[0], r[1]) not in have:
@@ -556,22 +497,16 @@ class PageFile:
             if pno in seen or pno in self.overflow:
                 continue
             got = self._header_at(self.offset(pno), False)
-            if not got or got[0] != _TABLE_LEAF:
+            if not got or got[0] != TABLE_LEAF:
                 continue
-            page = _Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
+            page = Page(pno, got[0], self.offset(pno), got[2], got[1], 0)
             rows = []
             for cell in self.table_cells(page):
-                with contextlib.suppress(_Bad):
+                with contextlib.suppress(BadBytes):
                     if cell is not None:
                         rows.append((cell[0], decode_record(cell[1], self.encoding)))
             if rows:
                 yield pno, rows
-
-
-def _schema_like(r: list[Any]) -> bool:
-    return (len(r) == 5 and r[0] in _SCHEMA_TYPES and isinstance(r[1], str)
-            and isinstance(r[2], str) and (r[3] is None or isinstance(r[3], int))
-            and (r[4] is None or isinstance(r[4], str)))
 
 
 # -- what was recovered -------------------------------------------------------------------------------
@@ -617,13 +552,18 @@ class Recovered:
     pages: int  # pages in the file
     damaged_pages: int
     by_sqlite: list[str]  # tables SQLite still read whole
+    schema_lost: bool = False  # no schema row and no CREATE statement survives: no kind to tell
 
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
 
     def what(self) -> str:
-        return f"a damaged {self.kind} store" if self.kind else "a damaged SQLite file"
+        if self.kind:
+            return f"a damaged {self.kind} store"
+        if self.schema_lost:
+            return "a damaged SQLite file whose schema is lost, so its kind cannot be told"
+        return "a damaged SQLite file"
 
     def lost_by(self, table: str, column: str) -> Counter[Any]:
         loss = self.lost.get(table)
@@ -732,18 +672,22 @@ def table_names(path: str) -> tuple[set[str], str | None]:
     with contextlib.suppress(OSError, ValueError):
         pf = PageFile(path)
         try:
-            names = {r[1] for r in pf.schema() if r[0] == "table"}
+            names = schema_names(pf.schema())
         finally:
             pf.close()
-    if not names:
-        names = _create_names(path)
+    if kind_of(names) is None:
+        names |= _create_names(path)
     return names, error
 
 
-_CREATE = re.compile(rb"CREATE TABLE (?:IF NOT EXISTS )?[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.I)
+_CREATE = re.compile(rb"CREATE (?:TABLE (?:IF NOT EXISTS )?|(?:UNIQUE )?INDEX (?:IF NOT EXISTS )?"
+                     rb"[\"`\[]?[A-Za-z_][A-Za-z0-9_]*[\"`\]]? ON )[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)",
+                     re.I)
 
 
 def _create_names(path: str) -> set[str]:
+    """The tables named by the CREATE TABLE and CREATE INDEX … ON statements in the file's bytes
+    (schema text that survives where its b-tree does not read)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(_KIND_SCAN_BYTES)
@@ -792,7 +736,7 @@ def _quick_damage(path: str) -> str | None:
     ps = 65536 if ps == 1 else ps
     declared = int.from_bytes(head[28:32], "big")
     # the in-header page count holds when its change counter is current (SQLite ≥ 3.7.0)
-    if ps in _PAGE_SIZES and declared and head[24:28] == head[92:96]:
+    if ps in PAGE_SIZES and declared and head[24:28] == head[92:96]:
         if size % ps or size // ps < declared:
             return malformed
     if size > QUICK_CHECK_BYTES:
@@ -809,13 +753,17 @@ def _quick_damage(path: str) -> str | None:
 
 
 def damaged_kind(path: str) -> str | None:
-    """The kind of a SQLite file SQLite cannot read whole (None: it reads, or nothing tells)."""
+    """The kind of a damaged SQLite file (None: it reads, or nothing tells): from the schema rows
+    SQLite or the page reader still reads, else the CREATE statements left in its bytes. A file
+    whose schema reads is damaged when `quick_damage` says so (its data pages)."""
     key = None
     with contextlib.suppress(OSError):
         key = ("kind", *_stat_key(path))
     if key is not None and key in _KINDS:
         return _KINDS[key]
     names, error = table_names(path)
+    if error is None and names:
+        error = quick_damage(path)
     kind = None if error is None else kind_of(names)
     if key is not None:
         with _LOCK:
@@ -973,8 +921,11 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
     try:
         if schema is None:
             schema = pf.schema()
-        names = {r[1] for r in schema if r[0] == "table"} or _create_names(path)
-        kind = kind_of(names)
+        names = schema_names(schema)
+        kind, schema_lost = kind_of(names), False
+        if kind is None:  # too few rows read to tell: the schema text in the bytes may
+            more = _create_names(path)
+            kind, schema_lost = kind_of(names | more), not names and not more
         tables, unread, index_sql = _describe(schema, want)
         lost: dict[str, TableLoss] = {n: TableLoss(unread=why) for n, why in unread.items()}
         by_sqlite: list[str] = []
@@ -989,7 +940,7 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
                 # after inserted or dropped bytes SQLite reads every page misaligned: a table
                 # with a page there is read page by page, realigned
                 sqlite_ok = copy.src and not (pf.shift_from and t.root > 0 and max(
-                    _tree_pages(pf, t.root), default=0) >= pf.shift_from - 1)
+                    _tree_pages(pf, t.root), default=0) >= pf.seam_from)
                 if sqlite_ok and copy.from_sqlite(t, None, loss):
                     by_sqlite.append(name)
                 elif not t.rowid:
@@ -1007,7 +958,7 @@ def _recover(path: str, want: frozenset[str] | None, error: str | None) -> Recov
         kept = {n: v for n, v in lost.items()
                 if v.total or v.unread or v.rebuilt or v.found or v.pages}
         return Recovered(path, copy.path if copy is not None and count else None, kind, cause,
-                         hint, count, kept, pf.npages, len(pf.damaged), by_sqlite)
+                         hint, count, kept, pf.npages, len(pf.damaged), by_sqlite, schema_lost)
     finally:
         if copy is not None:
             copy.close()
@@ -1202,7 +1153,7 @@ def _damaged_table(pf: PageFile, copy: _Copy, t: _Table, loss: TableLoss,
     named: dict[int, dict[str, Any]] = {}
     for iname, iroot, icols in t.indexes:
         entries = copy.index_entries(iname, icols, t, lost_ranges) if sqlite_ok and max(
-            _tree_pages(pf, iroot), default=0) < (pf.shift_from or 1 << 62) - 1 else None
+            _tree_pages(pf, iroot), default=0) < (pf.seam_from or 1 << 62) else None
         if entries is None:
             entries, _bad = pf.index_rows(iroot, lost_ranges)
         for e in entries:
@@ -1277,7 +1228,7 @@ def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
     """SQLite's word for the damage, with where it is, and a hint that fits it."""
     said = (error or "database disk image is malformed").strip().rstrip(".")
     ps = pf.page_size
-    first = pf.size > 100 and pf.data[100] in _BTREE  # page 1 starts like a b-tree page
+    first = pf.size > 100 and pf.data[100] in BTREE_KINDS  # page 1 starts like a b-tree page
     if pf.header_damaged or not first:
         return (f"{said}: its header is damaged",
                 "the file's first page is damaged (a disk, filesystem or copy error); restore it "
@@ -1285,7 +1236,9 @@ def _cause(pf: PageFile, error: str | None, damaged: dict[int, str],
     if pf.shift_from:
         n = abs(pf.shift)
         how = "inserted" if pf.shift > 0 else "missing"
-        return (f"{said}: {n} bytes {how} in page {pf.shift_from - 1} (the {ps}-byte pages "
+        where = (f"page {pf.seam_from}" if pf.seam_from == pf.shift_from - 1 else
+                 f"one of pages {pf.seam_from}–{pf.shift_from - 1}")
+        return (f"{said}: {n} bytes {how} in {where} (the {ps}-byte pages "
                 "after it realigned)",
                 f"bytes were {'inserted into' if pf.shift > 0 else 'dropped from'} the file while "
                 "it was copied or stored; copy it again from where it was written")

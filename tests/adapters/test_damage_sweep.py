@@ -18,8 +18,11 @@ on a shared machine): `python tests/damage_sweep.py` prints it, best of several 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -40,9 +43,79 @@ def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("damage-sweep")
 
 
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): each worker writes its own stores
+    fcntl = None
+
+
+@contextmanager
+def _locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock on the file `path` among processes (True: held; False: another holds
+    it and `wait` is off)."""
+    if fcntl is None:
+        yield True
+        return
+    fd = os.open(path, os.O_CREAT | os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@pytest.fixture(scope="session")
+def mlflow_written(tmp_path_factory, request) -> Path:
+    """Where the MLflow stores are written once per session: shared by pytest-xdist's workers
+    (the sqlite store's migrations take ~7 s; one worker writes it while the other reads the
+    other formats)."""
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput") and fcntl is not None:
+        base = base.parent
+    shared = base / "damage-sweep-mlflow"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_mlflow_early(mlflow_written):
+    """The first worker here writes each store at once (one lock per store: the file store,
+    written in a moment, is free while the sqlite store is written); another does not wait."""
+    for name in ds.MLFLOW_STORES:
+        with _locked(mlflow_written / f".{name}.lock", wait=False) as held:
+            if held:
+                ds.write_mlflow_stores(mlflow_written, (name,))
+
+
 @pytest.fixture(scope="module")
-def sweep_sources(work):
-    return {s.name: s for s in ds.sources(work)}
+def sweep_sources(work, mlflow_written):
+    fixture = {s.name: s for s in ds.fixture_sources()}
+
+    @cache
+    def mlflow(name: str) -> ds.Source | None:
+        with _locked(mlflow_written / f".{name}.lock"):  # waits while another worker writes it
+            return ds.mlflow_source(mlflow_written, name)
+
+    class Sources(dict):
+        """The formats by name; an MLflow store only when a case asks for it."""
+
+        def __missing__(self, name: str) -> ds.Source:
+            got = mlflow(name) if name in ds.MLFLOW_STORES else None
+            if got is None:
+                raise KeyError(name)
+            return got
+
+        def __contains__(self, name: object) -> bool:
+            return name in fixture or (name in ds.MLFLOW_STORES and mlflow(name) is not None)
+
+        def all(self) -> dict[str, ds.Source]:
+            return {**fixture, **{n: s for n in ds.MLFLOW_STORES if (s := mlflow(n)) is not None}}
+
+    return Sources(fixture)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +176,7 @@ def test_every_format_of_the_issue_is_swept(sweep_sources):
     """W&B of two writer versions, TensorBoard, MLflow file and sqlite, Detectron2, YOLO, HF
     Trainer with its intact copy, Inspect .eval, SB3 Monitor."""
     pytest.importorskip("mlflow")
-    assert set(sweep_sources) == set(NAMES)
-    assert sum(n.startswith("wandb-") for n in sweep_sources) >= 2
-    assert any(s.intact_copy for s in sweep_sources.values())
+    every = sweep_sources.all()
+    assert set(every) == set(NAMES)
+    assert sum(n.startswith("wandb-") for n in every) >= 2
+    assert any(s.intact_copy for s in every.values())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import sqlite3
 import warnings
@@ -396,7 +397,7 @@ def test_trackio_metrics_root_zeroed_every_run_read(trackio_db, tmp_path):
     clean = _by_name(_read(f"local:{trackio_db}"))
     bad = _damaged(trackio_db, tmp_path / "cheetah.db", "pages",
                    pages=[_root(trackio_db, "metrics")])
-    before = hash_tree(tmp_path / "cheetah.db")
+    before = hash_tree(tmp_path)
     got = _by_name(_read(f"local:{bad}"))
     assert set(got) == set(clean)
     for name, (run, pts) in got.items():
@@ -405,13 +406,13 @@ def test_trackio_metrics_root_zeroed_every_run_read(trackio_db, tmp_path):
         said = _notes(run)
         assert "cheetah.db: a damaged trackio store (database disk image is malformed at page" \
                in said, said
-    assert hash_tree(tmp_path / "cheetah.db") == before
+    assert hash_tree(tmp_path) == before
 
 
 def test_trackio_cut_tail_keeps_runs_by_their_config(trackio_db, tmp_path, capsys):
     clean = _by_name(_read(f"local:{trackio_db}"))
     bad = _damaged(trackio_db, tmp_path / "cheetah.db", "cut", seed=3)
-    before = hash_tree(tmp_path / "cheetah.db")
+    before = hash_tree(tmp_path)
     code, out, err = _cli(capsys, "ls", str(bad), "--format", "json")
     if code == 2:
         line = _one_line_error(err)
@@ -424,7 +425,20 @@ def test_trackio_cut_tail_keeps_runs_by_their_config(trackio_db, tmp_path, capsy
         assert set(got) <= set(clean)
         for name, (_run, pts) in got.items():
             assert pts <= clean[name][1]
-    assert hash_tree(tmp_path / "cheetah.db") == before
+    assert hash_tree(tmp_path) == before
+
+
+def test_a_write_ahead_log_store_read_writes_nothing_beside_it(trackio_db, capsys):
+    """trackio's database is in WAL mode, where even a read-only SQLite connection writes
+    `-shm`/`-wal` files beside it: every sniffer and reader (MLflow's among them, which looks at
+    every .db) opens it without writing, whole or damaged."""
+    folder = trackio_db.parent
+    before = hash_tree(folder)
+    assert trackio_db.read_bytes()[18:20] == b"\x02\x02"  # WAL mode
+    _read(f"local:{trackio_db}")
+    for argv in (["ls", str(trackio_db)], ["ls", str(folder)], ["ls", f"mlflow:{trackio_db}"]):
+        _cli(capsys, *argv)
+    assert hash_tree(folder) == before
 
 
 def test_trackio_inserted_bytes_are_realigned(trackio_db, tmp_path):
@@ -595,3 +609,163 @@ def test_page_reader_reads_real_stores_as_sqlite_does(path):
 def test_page_reader_reads_written_stores_as_sqlite_does(mlflow_store, optuna_store):
     assert _page_reader_equals_sqlite(mlflow_store[0]) > 16000
     assert _page_reader_equals_sqlite(optuna_store[0]) > 2000
+
+
+# -- the kind of a store read from whatever of its schema survives --------------------------------------
+
+# each kind's core tables: the ones whose CREATE TABLE statements are zeroed below
+_CORE = {"MLflow": ("experiments", "runs", "metrics", "params", "tags", "latest_metrics"),
+         "Optuna": ("studies", "trials", "trial_params", "trial_values", "trial_intermediate_values"),
+         "trackio": ("metrics", "configs")}
+
+
+def _schema_pages(path: Path) -> list[int]:
+    """sqlite_master's pages, by SQLite's dbstat."""
+    conn = _ro(path)
+    try:
+        return sorted(r[0] for r in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name IN ('sqlite_master', 'sqlite_schema')"))
+    except sqlite3.OperationalError:
+        pytest.skip("this sqlite has no dbstat")
+    finally:
+        conn.close()
+
+
+def _kind_store(request, kind: str) -> Path:
+    """The store of `kind` its fixture writes (what the writer logs meanwhile is not the test's)."""
+    if kind == "MLflow":
+        db = request.getfixturevalue("mlflow_store")[0]
+    elif kind == "Optuna":
+        db = request.getfixturevalue("optuna_store")[0]
+    else:
+        db = request.getfixturevalue("trackio_db")
+    request.getfixturevalue("capsys").readouterr()
+    return db
+
+
+@pytest.mark.parametrize("kind", ["MLflow", "Optuna", "trackio"])
+def test_core_tables_schema_rows_lost_kind_read_from_what_survives(request, kind, tmp_path, capsys):
+    """Every schema page holding a CREATE TABLE of the kind's core tables zeroed: the kind is read
+    from the schema rows left (an index names its table; MLflow's traces and registry tables are
+    its own), else the file is said to have lost its schema — never "a damaged SQLite file"
+    while rows naming the kind survive."""
+    db = _kind_store(request, kind)
+    data = db.read_bytes()
+    pages = _schema_pages(db)
+    hit = [p for p in pages if any(
+        f"CREATE TABLE {t} (".encode() in data[(p - 1) * PAGE:p * PAGE]
+        or f'CREATE TABLE "{t}" ('.encode() in data[(p - 1) * PAGE:p * PAGE] for t in _CORE[kind])]
+    assert hit
+    left = [p for p in pages if p not in hit and p != 1]
+    bad = _damaged(db, tmp_path / db.name, "pages", pages=hit)
+    before = hash_tree(tmp_path)
+    code, _out, err = _cli(capsys, "ls", str(bad))
+    assert code == 2
+    line = _one_line_error(err)
+    if left:  # schema rows survive: they name the kind
+        assert f"{db.name}: a damaged {kind} store (" in line, line
+    else:
+        assert "a damaged SQLite file whose schema is lost, so its kind cannot be told" in line
+    assert "hint: " in err
+    assert hash_tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["MLflow", "Optuna", "trackio"])
+def test_first_page_intact_rest_zeroed_says_what_survives(request, kind, tmp_path, capsys):
+    """Page 1 kept, every other page zeroed. A store's page 1 holding schema rows names the kind;
+    page 1 as an interior page of sqlite_master (every store here: their schemas span pages)
+    holds no schema text, and the error says the schema is lost, so the kind cannot be told —
+    the same in `local:` and `mlflow:` addresses."""
+    db = _kind_store(request, kind)
+    data = db.read_bytes()
+    bad = tmp_path / db.name
+    bad.write_bytes(data[:PAGE] + bytes(len(data) - PAGE))
+    before = hash_tree(tmp_path)
+    interior = data[100] in (2, 5)
+    for address in (str(bad), f"mlflow:{bad}"):
+        code, _out, err = _cli(capsys, "ls", address)
+        assert code == 2
+        line = _one_line_error(err)
+        if interior:
+            assert "a damaged SQLite file whose schema is lost, so its kind cannot be told" in line
+        else:
+            assert f"a damaged {kind} store" in line, line
+        assert "hint: " in err
+    assert hash_tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["Optuna", "trackio"])
+def test_mlflow_address_of_a_store_whose_data_pages_are_zeroed(request, kind, tmp_path, capsys):
+    """sqlite_master whole, every other page zeroed: SQLite reads the schema, its quick_check
+    finds the damage; addressed as MLflow, the store is named as the damaged store it is."""
+    db = _kind_store(request, kind)
+    keep = set(_schema_pages(db))
+    npages = db.stat().st_size // PAGE
+    bad = _damaged(db, tmp_path / db.name, "pages",
+                   pages=[p for p in range(1, npages + 1) if p not in keep])
+    code, _out, err = _cli(capsys, "ls", f"mlflow:{bad}")
+    assert code == 2
+    line = _one_line_error(err)
+    assert f"{db.name}: a damaged {kind} store (" in line and "not an MLflow store" in line, line
+    assert f"local:{bad}" in err
+
+
+# -- whole pages inserted: the file's size is still a multiple of its page size ----------------------
+
+
+def _points_by_run(got: dict) -> dict:
+    return {rid.rsplit("#", 1)[-1] if "#" in rid else rid: pts for rid, (_r, pts) in got.items()}
+
+
+@pytest.mark.parametrize("kind", ["MLflow", "Optuna", "trackio"])
+def test_a_repeated_page_sized_region_is_realigned(request, kind, tmp_path):
+    """4096 bytes repeated right after themselves (a block written twice), at a seeded place in
+    the first half of the file: every page after them is one page on, at a page boundary, so
+    the size does not show it; the header's page count and the b-tree's pointers (and
+    sqlite_master's root pages) say from where. Only the page the bytes went into is not
+    trusted: ≥ 99% of the points are read, none that the store does not hold, and the note
+    says where the bytes went in."""
+    db = _kind_store(request, kind)
+    data = db.read_bytes()
+    assert data[24:28] == data[92:96]  # the header's page count is current
+    at = random.Random(f"dup:{kind}").randrange(PAGE * 4, len(data) // 2)
+    bad = tmp_path / "bad" / db.name
+    bad.parent.mkdir()
+    bad.write_bytes(data[:at + PAGE] + data[at:at + PAGE] + data[at + PAGE:])
+    before = hash_tree(bad.parent)
+    address = f"mlflow:{db}" if kind == "MLflow" else f"local:{db}"
+    clean = _points_by_run(_read(address))
+    got = _points_by_run(_read(address.replace(str(db), str(bad))))
+    for run, pts in got.items():
+        assert pts <= clean.get(run, set()), run
+    kept = sum(len(p) for p in got.values())
+    total = sum(len(p) for p in clean.values())
+    assert kept >= 0.99 * total, (kept, total)
+    notes = " | ".join(n for r in load_runs(address.replace(str(db), str(bad))) for n in r.fidelity)
+    seam = at // PAGE + 2  # the slot the repeated bytes start in
+    where = re.search(r"4096 bytes inserted in (?:page (\d+)|one of pages (\d+)–(\d+)) ", notes)
+    assert where, notes
+    first, last = (int(where[1]),) * 2 if where[1] else (int(where[2]), int(where[3]))
+    assert first <= seam <= last, (seam, notes)
+    assert hash_tree(bad.parent) == before
+
+
+def test_pages_after_the_end_move_nothing(mlflow_store, tmp_path):
+    """Whole pages after the header's page count (a file grown past its end; SQLite ignores
+    them) and a zeroed leaf: the b-tree gives no pointer that reads right only pages on, so
+    nothing is realigned — the zeroed page is named, its rows rebuilt from MLflow's metrics
+    index (which holds every column) or counted, every other row read."""
+    db, clean = mlflow_store
+    leaf = random.Random(7).choice(_pages(db, "metrics", kind="leaf"))
+    data = bytearray(db.read_bytes())
+    data[(leaf - 1) * PAGE:leaf * PAGE] = bytes(PAGE)
+    bad = tmp_path / "mlflow.db"
+    bad.write_bytes(bytes(data) + data[PAGE * 2:PAGE * 5])
+    got = _read(f"mlflow:{bad}")
+    notes = " | ".join(n for _rid, (r, _p) in got.items() for n in r.fidelity)
+    assert "inserted" not in notes and f"page {leaf} (zeroed)" in notes, notes
+    kept = sum(len(p) for _r, p in got.values())
+    total = sum(len(p) for _r, p in clean.values())
+    assert total - 2 * 400 <= kept <= total
+    for rid, (_run, pts) in got.items():
+        assert pts <= clean[rid.replace(str(bad), str(db))][1]
