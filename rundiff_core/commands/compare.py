@@ -95,10 +95,12 @@ def resolve_arms(addresses: list[str], student: str | None, siblings: bool = Tru
 def _resolve(addresses: list[str], student: str | None, siblings: bool,
              grouping: Grouping | None) -> tuple[list[Arm], int | None]:
     from ..engines.arms import load_arms, named_sides, runs_apart
+    from ..resolve import expand_stores
 
     arms: list[Arm] = []
-    for raw in addresses:
-        arms += load_arms(raw, siblings=siblings, grouping=grouping)
+    for given in addresses:  # a bare folder stands for every store below it, as for `rank`
+        for raw in expand_stores(given):
+            arms += load_arms(raw, siblings=siblings, grouping=grouping)
     arms = runs_apart(named_sides(arms))
     if student is None:
         return arms, None

@@ -137,3 +137,19 @@ def test_diff_counts_the_hidden_values_instead_of_listing_them(realdata, layout,
         out.split("\n", 3)[-1]
     assert main(["diff", str(a), str(b), "--metric", "AverageEpRet", "--all-keys"]) == 0
     assert "env_fn" in capsys.readouterr().out
+
+
+def test_rank_and_compare_of_the_top_folder_name_the_algorithms(realdata, capsys):
+    """The issue's scene: `rank` and `compare` on `spinningup-rainbow-pg` (a folder of three
+    stores deeper down) name the arms by their folders."""
+    import json
+
+    from rundiff_core.cli import main
+
+    want = {"DDPG/Hopper-v2", "PPO/Hopper-v2", "TD3/Hopper-v2"}
+    folder = str(realdata / "spinningup-rainbow-pg")
+    assert main(["rank", folder, "--format", "json"]) == 0
+    assert {a["label"] for a in json.loads(capsys.readouterr().out)["arms"]} == want
+    assert main(["compare", folder, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {a["label"] for a in [d["student"], *d["baselines"]]} == want
