@@ -19,35 +19,20 @@ import glob
 import logging
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GOAL = 2.0  # damaged read ≤ this × the clean read
+sys.path.insert(0, HERE)
+from damage_bench import damage_edits, time_and_report  # noqa: E402
 
 
 def damaged_copies(run_dir: str, out: str, seed: int = 7) -> dict[str, str]:
     """Run folders holding damaged copies of `run_dir`'s event file, by damage."""
     (log,) = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
     data = open(log, "rb").read()
-    n = len(data)
-    rng = np.random.default_rng(seed)
-    flipped = bytearray(data)
-    for off in rng.integers(0, n, 8).tolist():
-        flipped[off] ^= 1 << int(rng.integers(0, 8))
-    at = [int(x) for x in rng.integers(n // 8, n - (n // 8), 4)]
-    zeroed = bytearray(data)
-    zeroed[at[0]:at[0] + 512] = bytes(512)
-    edits = {
-        "8 bits flipped": bytes(flipped),
-        "512 bytes zeroed": bytes(zeroed),
-        "200 bytes inserted": data[:at[1]] + rng.bytes(200) + data[at[1]:],
-        "200 bytes removed": data[:at[2]] + data[at[2] + 200:],
-        "4 KiB repeated": data[:at[3] + 4096] + data[at[3]:at[3] + 4096] + data[at[3] + 4096:],
-        "tail cut mid-record": data[: n - 1000],
-    }
+    edits = damage_edits(data, np.random.default_rng(seed), margin=len(data) // 8)
     runs = {}
     for i, (name, blob) in enumerate(edits.items()):
         folder = os.path.join(out, f"damaged-{i}", "run")
@@ -87,33 +72,10 @@ def main() -> int:
         write_log(clean_dir, events)
     runs = {"clean": clean_dir,
             **damaged_copies(clean_dir, os.path.join(HERE, "out", f"tb-damage-{events}"))}
-    best = {name: 1e9 for name in runs}
-    read(clean_dir)  # imports and first-touch costs go before any timing
-    kept: dict[str, tuple[int, list[str]]] = {}
-    for _ in range(args.repeat):
-        for name, folder in runs.items():
-            t = time.perf_counter()
-            run, history = read(folder)
-            best[name] = min(best[name], time.perf_counter() - t)
-            kept[name] = (len(history), [n for n in run.fidelity if "byte" in n])
     size = os.path.getsize(glob.glob(os.path.join(clean_dir, "events.out.tfevents.*"))[0])
-    print(f"log: {clean_dir} ({size / 1e6:.1f} MB, {kept['clean'][0]:,} points); best of {args.repeat}, "
-          "load_run + history(), in process")
-    over = []
-    for name in runs:
-        ratio = best[name] / best["clean"]
-        points = kept[name][0]
-        line = (f"  {name:22s} {best[name]:6.3f} s  {ratio:4.2f}× clean  points {points:,} "
-                f"({points / kept['clean'][0]:.4%})")
-        if name != "clean" and ratio > GOAL:
-            over.append(name)
-            line += f"  — over the {GOAL:g}× goal"
-        print(line)
-        for note in kept[name][1][:2]:
-            print(f"      {note[:240]}")
-    print("over goal: " + (", ".join(over) if over else "none"))
-    return 1 if over else 0
-
+    return time_and_report(runs, read, lambda note: "byte" in note, args.repeat,
+                           f"log: {clean_dir} ({size / 1e6:.1f} MB, {{points:,}} points); best of "
+                           "{repeat}, load_run + history(), in process")
 
 if __name__ == "__main__":
     raise SystemExit(main())
