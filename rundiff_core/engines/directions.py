@@ -386,19 +386,12 @@ def parse_goals(items: str | Sequence[str] | Mapping[str, str] | None) -> tuple[
 
 def load_project_goals(path: str | None) -> dict[str, str]:
     """The `[goals]` table of a project file: {metric or glob: min|max}."""
-    import tomllib
-
     from ..errors import InputError
+    from .project import project_table
 
     if not path:
         return {}
-    try:
-        with open(path, "rb") as fh:
-            table = tomllib.load(fh).get("goals", {})
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}") from exc
+    table = project_table(path, "goals")
     if not isinstance(table, dict) or not all(v in GOALS for v in table.values()):
         raise InputError(f"{path}: [goals] maps metric names or globs to \"min\" or \"max\"",
                          hint='e.g. [goals]\n"val/ngram_*" = "max"')

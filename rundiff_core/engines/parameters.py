@@ -111,21 +111,13 @@ ARMS_TABLE_KEYS = ("seed_keys", "identity_keys", "keep_keys")
 
 def load_arm_rules(project_file: str | None = None) -> ArmRules:
     """The `[arms]` table of `project_file` (default: the nearest rundiff.toml), else no extras."""
-    import tomllib
-
     from ..errors import InputError
-    from .roles import find_project_file
+    from .project import find_project_file, project_table
 
     path = project_file or find_project_file()
     if not path:
         return ArmRules()
-    try:
-        with open(path, "rb") as fh:
-            table = tomllib.load(fh).get("arms", {})
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}", hint="see docs/diff.md, Arms") from exc
+    table = project_table(path, "arms", hint="see docs/diff.md, Arms")
     if not isinstance(table, dict):
         raise InputError(f"{path}: [arms] must be a table", hint='e.g. identity_keys = ["*_stamp"]')
     unknown = sorted(set(table) - set(ARMS_TABLE_KEYS))

@@ -80,16 +80,14 @@ class Choice:
 
 def load_project_headline(path: str | None) -> str | None:
     """`[headline] metric = "…"` of a project file, else None."""
-    import tomllib
-
     from ..errors import InputError
+    from .project import project_table
 
     if not path:
         return None
     try:
-        with open(path, "rb") as fh:
-            table = tomllib.load(fh).get(HEADLINE_TABLE, {})
-    except (OSError, tomllib.TOMLDecodeError):
+        table = project_table(path, HEADLINE_TABLE)
+    except InputError:
         return None  # the [groups]/[goals] readers report an unreadable file
     if not isinstance(table, dict) or not isinstance(table.get("metric", ""), str):
         raise InputError(f"{path}: [headline] takes metric = \"NAME\"")

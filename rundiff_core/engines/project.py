@@ -1,13 +1,15 @@
 """The project file `rundiff.toml`: the nearest one from the working directory up to the
 repository root.
 
-Its own module because metric groups (roles.py), goals (directions.py) and seed rules (arms.py)
-each read a table of it, and none of them should import another to find the file.
+Its own module because metric groups (roles.py), goals (directions.py), the headline
+(primary.py) and seed rules (parameters.py) each read a table of it, and none of them should
+import another to find or read the file.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 PROJECT_FILE = "rundiff.toml"
 
@@ -23,3 +25,20 @@ def find_project_file(start: str | None = None) -> str | None:
         if os.path.isdir(os.path.join(here, ".git")) or parent == here:
             return None
         here = parent
+
+
+def project_table(path: str, name: str, hint: str | None = None) -> Any:
+    """The `[name]` table of the project file at `path` ({} when it has none), unchecked; a file
+    that cannot be read or is not TOML is an InputError (`hint` says where the table is
+    documented)."""
+    import tomllib
+
+    from ..errors import InputError
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh).get(name, {})
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path} is not valid TOML: {exc}", hint=hint) from exc

@@ -20,14 +20,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
 from .directions import vocabulary
-from .project import PROJECT_FILE, find_project_file
+from .project import PROJECT_FILE, find_project_file, project_table
 
 GROUPS = ("proxy", "downstream", "diagnostic")
 
@@ -130,15 +129,7 @@ def classify(metric: str, rules: GroupRules | None = None, runs: Iterable[Any] =
 
 def load_project_groups(path: str) -> dict[str, list[str]]:
     """The `[groups]` table of a project file: {group: [patterns]}; bad content is an InputError."""
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}",
-                         hint="see docs/compare.md for the [groups] table") from exc
-    table = data.get("groups", {})
+    table = project_table(path, "groups", hint="see docs/compare.md for the [groups] table")
     if not isinstance(table, dict):
         raise InputError(f"{path}: [groups] must be a table", hint='e.g. downstream = ["eval/*"]')
     out: dict[str, list[str]] = {}
