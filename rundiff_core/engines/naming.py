@@ -110,8 +110,13 @@ def fit(text: str, limit: int = NAME_MAX, *, keep_end: bool = True) -> str:
         if len(parts[i]) <= 3 or keep == 2:
             parts[i] = "…"
     text = "/".join(parts)
-    head = (limit - 1) // 3  # the start says what it is, the end which one
-    return text if len(text) <= limit else text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+    # the start says what it is, the end which one
+    return text if len(text) <= limit else _cut_middle(text, limit, (limit - 1) // 3)
+
+
+def _cut_middle(text: str, limit: int, head: int) -> str:
+    """`text` as its first `head` characters, `…`, and as much of its end as `limit` leaves."""
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def _fit_given(text: str, limit: int = NAME_MAX) -> str:
@@ -119,8 +124,7 @@ def _fit_given(text: str, limit: int = NAME_MAX) -> str:
     (`inspect_eva…openai/gpt-4o`) — it is no path, its `/` are part of the name."""
     if len(text) <= limit:
         return text
-    head = (limit - 1) // 2
-    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+    return _cut_middle(text, limit, (limit - 1) // 2)
 
 
 def _common_prefix(places: Sequence[tuple[str, ...]]) -> int:

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .naming import named_by_path
+
 if TYPE_CHECKING:
     from ..model import Run
 
@@ -141,8 +143,6 @@ def _self_values(run: Run) -> set[str]:
     """The strings that name this run: its name, id, address and path, and the last part of
     each — the bare ones only when distinctive (`version_11`, `exp-a`, `abc12345`): a folder
     named `train` does not make `mode: train` name the run."""
-    from .naming import named_by_path
-
     path = run.meta.get("path") if isinstance(run.meta, Mapping) else None
     # a name the tracker gave (lm-eval's model, a W&B display name) may be a setting's value
     values = {run.run_id, run.address, run.address.split(":", 1)[-1]}
