@@ -548,6 +548,11 @@ def claim_file(path: str) -> list[LayoutRun] | None:
         shape = shape_of(path)
         if shape.found is not None and shape.kind == "unknown":  # a grammar, below its share
             runs = [LayoutRun(path, "text", [path], f"named: {shape.detail}", {path: shape.found})]
+        elif shape.kind == "document" and _holds_settings(shape.found):
+            # one document of settings and results (Allie's model JSON): in a folder alone it is
+            # a config dump, but named it is the run the user means
+            runs = [LayoutRun(path, "files", [path], f"named: {os.path.basename(path)}: a "
+                              "document of settings and results", {path: Document(None)})]
     for r in runs:
         if "#" not in r.path:  # a launch or a section keeps its name within the file
             r.path = path
