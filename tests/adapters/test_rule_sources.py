@@ -86,3 +86,37 @@ def test_allie_model_report_is_a_result_and_its_settings_are_config(path):
     assert settings["test_size"] == 0.1
     found = {k.split(".")[-1]: v for k, v in flat.items()}
     assert found.get("test_size") == 0.1 and found.get("feature_number") == 20
+
+
+# -- results documents beside run documents join their companion ------------------------------------
+SGE = Path(__file__).resolve().parents[1] / "fixtures" / "wild" / \
+    "asrita14-sge-vs-zeroshot-cot-gsm8k" / "tree" / "results" / "metrics"
+
+
+def _numbers(data: object, prefix: str = "") -> dict[str, float]:
+    """Every number of a JSON object by its dotted path (stdlib walk)."""
+    out: dict[str, float] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(_numbers(v, f"{prefix}{k}."))
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        out[prefix[:-1]] = float(data)
+    return out
+
+
+def test_a_metrics_document_joins_the_run_document_it_is_named_for():
+    """The rule's second source (beside mayankchoudhary76's `X_eval.json` by `X_report.json`):
+    asrita14's `gsm8k_<run>_metrics.json` (the per-method scores) beside `gsm8k_<run>.json` (its
+    config and per-question results) is that run's summary, never a run of its own."""
+    pairs = {p.name.replace("_metrics.json", ".json"): p for p in SGE.glob("*_metrics.json")
+             if (SGE / p.name.replace("_metrics.json", ".json")).is_file()}
+    assert len(pairs) == 4
+    runs = {Path(r.address.split(":", 1)[1]).name: r for r in load_runs(f"local:{SGE}")}
+    assert not any(name.endswith("_metrics.json") for name in runs), sorted(runs)
+    for name, companion in pairs.items():
+        want = _numbers(json.loads(companion.read_text(encoding="utf-8"))["metrics"])
+        assert want, companion.name
+        summary = runs[name].summary
+        for key, value in want.items():
+            got = [v for k, v in summary.items() if k.endswith(key)]
+            assert got and got[0] == pytest.approx(value), (name, key)
