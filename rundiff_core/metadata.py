@@ -12,17 +12,20 @@ from typing import Any
 
 #: Key names (compared without case, `_`, `-`, `.` or spaces) that tracker metadata files use:
 #: W&B's wandb-metadata.json, Sacred's run.json host block, MLflow's `mlflow.*` tags, trackio's
-#: `_Created`, timm/YOLO's `start_time`, and the stamps scripts add to their own dumps.
+#: `_Created`, timm/YOLO's `start_time`, and the stamps scripts add to their own dumps (Allie's
+#: model JSON: `created date`, `session id`, `device info` with its `operating system`).
 METADATA_NAMES = frozenset("""
     startedat starttime start started startdate starttimestamp endtime endedat stoptime finishedat
-    heartbeatat heartbeat created createdat createdon updatedat datetime date time timestamp
+    heartbeatat heartbeat created createdat createdon createddate creationdate createdtime
+    updatedat datetime date time timestamp timezone boottime sessionid
     walltime runtime duration elapsed
     host hostname hostip node nodename machine cluster slurmjobid jobid pid user username email
     git gitremote gitcommit gitbranch gitdirty commit commithash sha remote repo repository
     branch dirty program codepath codepathlocal executable command cmd commandline argv args
     root cwd workdir logdir outputdir savedir path
-    python pythonversion pythonexecutable os platform system kernel docker container
-    cpu cpucount cpucountlogical cpufreq cpufreqpercore cpuinfo memory ram disk
+    python pythonversion pythonexecutable os osname osrelease osversion operatingsystem platform
+    system systeminfo sysinfo kernel docker container deviceinfo machineinfo hardware hardwareinfo
+    cpu cpudata cpucount cpucountlogical cpufreq cpufreqpercore cpuinfo memory ram disk
     gpu gpus gpucount gpudevices gpunvidia gputype gpuname gpuapple cuda cudaversion cudnn
     cudnnversion driver driverversion torchversion tensorflowversion version writerid state
 """.split())
@@ -34,8 +37,9 @@ def _norm(key: str) -> str:
 
 
 def is_metadata_key(key: str) -> bool:
-    """A key that names tracker metadata (its first path segment: `git/remote` is git's)."""
-    first = str(key).replace("\\", "/").split("/", 1)[0]
+    """A key that names tracker metadata (its first path segment: `git/remote` and `git.remote`
+    are git's)."""
+    first = re.split(r"[/\\.]", str(key), maxsplit=1)[0]
     norm = _norm(first)
     return norm in METADATA_NAMES or norm.startswith(("mlflow", "wandb", "_created", "_username"))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rundiff_core import flatten, split_metadata
+from rundiff_core import flatten, is_metadata_key, split_metadata
 
 from .shape import metric_like
 
@@ -65,9 +65,14 @@ def document_parts(data: dict[str, Any], name: str | None = None
     lists: list[str] = []
     printed: list[str] = []
     named: dict[str, Any] = {}
+    machine: dict[str, Any] = {}
     for k, v in data.items():
         low = str(k).lower()
-        if isinstance(v, dict) and low in SETTING_SECTIONS:
+        if isinstance(v, dict) and is_metadata_key(str(k)):
+            # a block that says where and when it ran (`device info`, `git`): its numbers are no
+            # results (`boot time`, `space left`) and its values no settings
+            machine.update({f"{k}.{kk}": vv for kk, vv in flatten(v, sep=".").items()})
+        elif isinstance(v, dict) and low in SETTING_SECTIONS:
             config.update(flatten(v, sep="."))
         elif isinstance(v, dict) and low in RESULT_SECTIONS:
             summary.update({f"{k}.{kk}": vv for kk, vv in flatten(v, sep=".").items()
@@ -95,6 +100,7 @@ def document_parts(data: dict[str, Any], name: str | None = None
     if named:
         notes.append(f"{_some(list(named))}: the run's own name → metadata, not a setting")
     config, metadata = split_metadata(config)
+    metadata.update(machine)
     metadata.update(named)
     return config, summary, metadata, notes
 

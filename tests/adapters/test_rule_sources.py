@@ -86,6 +86,13 @@ def test_allie_model_report_is_a_result_and_its_settings_are_config(path):
     assert settings["test_size"] == 0.1
     found = {k.split(".")[-1]: v for k, v in flat.items()}
     assert found.get("test_size") == 0.1 and found.get("feature_number") == 20
+    # where and when it ran is metadata: never a setting, and its numbers (`boot time`, `space
+    # left`) never a result
+    device = _numbers(doc["device info"])
+    assert device and not any(k.split(".")[-1] in {p.split(".")[-1] for p in device}
+                              for k in list(flat) + list(run.summary))
+    assert not {"created date", "session id"} & set(flat)
+    assert {"created date", "session id", "device info.operating system"} <= set(run.meta)
 
 
 # -- results documents beside run documents join their companion ------------------------------------
