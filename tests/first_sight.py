@@ -56,8 +56,9 @@ def trees() -> list[str]:
 
 def _norm(key: str) -> str:
     """A key without case, separators or the unit suffix rundiff gives a value written with a
-    unit (`Accuracy: 6.25%` → `Accuracy_pct`, `time 45ms` → `time_ms`)."""
-    key = re.sub(r"_(pct|ms|us|ns|s)$", "", str(key))
+    unit (`Accuracy: 6.25%` → `Accuracy_pct`, `time 45ms` → `time_ms`, `Speed: 4050 samples/sec`
+    → `Speed_samples_per_sec`)."""
+    key = re.sub(r"_(pct|ms|us|ns|s|[a-z]+_per_[a-z]+)$", "", str(key))
     return re.sub(r"[\s./\\:_\-\[\]]+", "/", key.lower()).strip("/")
 
 

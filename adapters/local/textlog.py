@@ -122,12 +122,17 @@ _SPREAD = re.compile(r"(?P<key>[A-Za-z_][\w./\-]*(?: [A-Za-z_][\w./\-]*){0,3}):\
                      r"(?P<s>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
-# A bracketed counter opening a record: `[01/20] Train Loss: 1.59, …`, `[Epoch 3/30] loss: …`
-_BRACKET_STEP = re.compile(r"^\s*\[(?:(?P<name>[A-Za-z]+)\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\]\s*")
+# A bracketed counter opening a record: `[01/20] Train Loss: 1.59, …`, `[Epoch 3/30] loss: …`;
+# a counter of a step's name needs no total (`[Epoch 5] validation: top1=…`: MXNet / GluonCV)
+_BRACKET_STEP = re.compile(r"^\s*\[(?:(?P<name>[A-Za-z]+)\s*)?(?P<i>\d+)\s*(?:/\s*(?P<n>\d+))?\]\s*")
 # A named counter with its count in brackets: `Epoch [3/30], Train Loss: …` (the PyTorch tutorials'
-# `'Epoch [{}/{}], Step [{}/{}], Loss: {:.4f}'`), read as the field `Epoch: 3/30`
-_NAMED_COUNTER = re.compile(r"(?:^|(?<=[\s,|]))(?P<name>[A-Za-z][A-Za-z_]*)\s*\[(?P<i>\d+)\s*/\s*"
-                            r"(?P<n>\d+)\]")
+# `'Epoch [{}/{}], Step [{}/{}], Loss: {:.4f}'`), read as the field `Epoch: 3/30`; a step's name
+# with an index alone (`Epoch[5] Batch [349]`: MXNet's Speedometer) as `epoch: 5 batch: 349`
+_NAMED_COUNTER = re.compile(r"(?:^|(?<=[\s,|]))(?P<name>[A-Za-z][A-Za-z_]*)\s*\[(?P<i>\d+)\s*"
+                            r"(?:/\s*(?P<n>\d+))?\]")
+# A duration of days before a clock (`eta: 1 day, 5:23:56`: maskrcnn-benchmark's MetricLogger,
+# `str(datetime.timedelta)`), read as the clock it is (`29:23:56`)
+_DAYS = re.compile(r"\b(?P<d>\d+) days?, (?P<h>\d{1,2}):(?P<ms>\d{2}:\d{2})")
 
 
 def clean_line(line: str) -> str:
@@ -139,13 +144,34 @@ def clean_line(line: str) -> str:
         line = _ANSI.sub("", line)
     line = _LOG_PREFIX.sub("", line, count=1)
     if line.lstrip().startswith("["):
-        line = _BRACKET_STEP.sub(lambda m: f"{(m['name'] or 'step').lower()}: {m['i']}/{m['n']} | ",
-                                 line, count=1)
+        line = _BRACKET_STEP.sub(_bracket_step, line, count=1)
     if "[" in line:
-        line = _NAMED_COUNTER.sub(r"\g<name>: \g<i>/\g<n>", line)
+        line = _NAMED_COUNTER.sub(_named_counter, line)
+    if " day" in line:
+        line = _DAYS.sub(lambda m: f"{int(m['d']) * 24 + int(m['h'])}:{m['ms']}", line)
     if "+/-" in line or "±" in line or "+-" in line:
         line = _SPREAD.sub(lambda m: f"{m['key']}: {m['v']}, {m['key']} std: {m['s']}", line)
     return _REMARK.sub("", line) if "(" in line else line
+
+
+def _is_step_name(name: str) -> bool:
+    return name.lower() in STEP_KEYS
+
+
+def _bracket_step(m: re.Match[str]) -> str:
+    """`[Epoch 3/30] ` → `epoch: 3/30 | `; `[Epoch 5] ` → `epoch: 5 | ` (a step's name only: a
+    bare `[5]` or `[Layer 3]` is no counter)."""
+    name = (m["name"] or "step").lower()
+    if m["n"] is None:
+        return f"{name}: {m['i']} | " if m["name"] and _is_step_name(name) else m.group(0)
+    return f"{name}: {m['i']}/{m['n']} | "
+
+
+def _named_counter(m: re.Match[str]) -> str:
+    if m["n"] is not None:
+        return f"{m['name']}: {m['i']}/{m['n']}"
+    # an index alone is a counter only under a step's name (`loss[0]` indexes a loss)
+    return f"{m['name'].lower()}: {m['i']}" if _is_step_name(m["name"]) else m.group(0)
 
 
 def parse_line(line: str) -> Record | None:
@@ -160,7 +186,7 @@ def parse_line(line: str) -> Record | None:
 def _parse_remembered(line: str) -> Record | None:
     line = clean_line(line)
     label = _LABEL.match(line)
-    if label is not None:
+    if label is not None and not _COUNTED.search(label.group("label")):
         rec = _parse_fields(line[label.end():])
         if rec is not None:
             prefix = "_".join(label.group("label").split())
@@ -211,17 +237,40 @@ def _parse_fields(line: str) -> Record | None:
         segments = segments[1:]  # `001  00042 |Loss: 2.7 | …`: unnamed counters before the fields
         rec.forms.add("unnamed counters")
     for segment in segments:
-        if "/" not in segment:
-            if not _segment_fields(rec, segment):
-                return None
+        if _STAMP_SEGMENT.match(segment):
+            rec.forms.add("time stamp")  # `…, 2019-05-27 22:52:44`: when, beside the numbers
             continue
         mark = (len(pairs), set(rec.forms), set(rec.units), dict(rec.totals))
         if not _segment_fields(rec, segment):
-            del pairs[mark[0]:]  # a segment that is no run of fields may still be paired ones
-            rec.forms, rec.units, rec.totals = mark[1], mark[2], mark[3]
-            if not _paired(rec, segment):
+            del pairs[mark[0]:]  # a segment that is no run of fields may still be labelled or
+            rec.forms, rec.units, rec.totals = mark[1], mark[2], mark[3]  # paired ones
+            if not _labelled(rec, segment) and ("/" not in segment or not _paired(rec, segment)):
                 return None
     return rec if pairs else None
+
+
+#: A label ending in a number counts something (`Epoch 131: average_loss = …`): no label
+_COUNTED = re.compile(r"\s\d+$")
+#: A segment that is a date, or a date and a clock (`2019-05-27 22:52:44`)
+_STAMP_SEGMENT = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)?$")
+
+
+def _labelled(rec: Record, segment: str) -> bool:
+    """A labelled segment after the first (`epoch: 5 | validation: top1=0.48 top5=0.74`): its
+    fields, named under the label (`validation/top1`). Tried only where the segment reads as no
+    fields (the start of a line is `_parse_remembered`'s, and labels the whole line)."""
+    label = _LABEL.match(segment)
+    if label is None or _COUNTED.search(label.group("label")):
+        return False
+    part = Record([])
+    if not _segment_fields(part, segment[label.end():]) or not part.pairs:
+        return False
+    prefix = "_".join(label.group("label").split())
+    rec.pairs.extend((f"{prefix}/{k}", v) for k, v in part.pairs)
+    rec.totals.update({f"{prefix}/{k}": n for k, n in part.totals.items()})
+    rec.units |= part.units
+    rec.forms |= part.forms | {"label: key: value"}
+    return True
 
 
 def _segment_fields(rec: Record, segment: str) -> bool:
@@ -247,7 +296,7 @@ def _segment_fields(rec: Record, segment: str) -> bool:
         v = parse_value(bare) if words else None
         if v is not None:
             key_words = [w for w in words if not _PUNCT.match(w)]
-            if len(key_words) > 1 and key_words[0] in _TIME_UNITS and rec.pairs and after_value:
+            if len(key_words) > 1 and _is_unit(key_words[0]) and rec.pairs and after_value:
                 _unit_after(rec, key_words.pop(0))
             if not key_words:
                 return False
@@ -262,6 +311,9 @@ def _segment_fields(rec: Record, segment: str) -> bool:
             after_value = True
             continue
         words.append(tok)
+    if len(words) == 1 and after_value and _RATE_UNIT.match(words[0]):
+        _unit_after(rec, words[0])  # `Speed: 4050.26 samples/sec` ending the segment
+        return True
     return all(_PUNCT.match(w) for w in words)
 
 
@@ -269,6 +321,12 @@ def _segment_fields(rec: Record, segment: str) -> bool:
 _CLOCK = re.compile(r"^(?:[A-Za-z_][\w.\-]*:)?\d+:\d{2}:\d{2}(?:\.\d+)?[,;]?$")
 #: A unit word printed after a value (`time: 1.5 m`), not the first word of the next key
 _TIME_UNITS = {"m", "min", "mins", "s", "sec", "secs", "ms", "h", "hrs"}
+#: A rate printed after a value (`Speed: 4050.26 samples/sec`, `17.6 data/s`, `tok/s`)
+_RATE_UNIT = re.compile(r"^[A-Za-z]+/(?:s|sec|second|it|iter|step|batch|epoch)$")
+
+
+def _is_unit(word: str) -> bool:
+    return word in _TIME_UNITS or bool(_RATE_UNIT.match(word))
 
 
 def _unit_after(rec: Record, unit: str) -> None:
@@ -608,7 +666,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                      f"{len(values)} points, {skipped} line(s) skipped"]
             return points_frame(steps, keys, values, None, notes, name)
         step_key = grammar.step
-        pending: list[tuple[Record, bool]] = []
+        pending: list[tuple[Record, bool, str | None]] = []
         stepless: Counter[tuple[str, ...]] = Counter()
         kept_stepless = 0
         units: set[str] = set()
@@ -617,6 +675,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         header: float | None = None
         headed = 0
         records: list[tuple[float, Record, int, bool]] = []  # (step, record, session, stamped)
+        phases: list[str | None] = []  # per record: the phase banner above it (`== validate ==`)
+        phase: str | None = None
         sessions = Sessions()
         stamped = [0, 0]  # of the records with a step: with a time stamp, in all
         for line in fh:
@@ -626,6 +686,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
             rec = parse_line(line)
             if rec is None:
                 skipped += 1
+                if (banner_words := _BANNER.match(line)) is not None:
+                    phase = _phase(banner_words.group("words"))
                 continue
             units |= rec.units
             totals.update(rec.totals)
@@ -635,23 +697,27 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                 stepless[tuple(k for k, _ in rec.pairs)] += 1
                 if header is not None:  # under an `Epoch 3/30` line: epoch 3's
                     records.append((header, rec, sessions.current, stamp))
+                    phases.append(phase)
                 else:
-                    pending.append((rec, stamp))
+                    pending.append((rec, stamp, phase))
                 continue
             sessions.see(step)
             stamped[0] += stamp
             stamped[1] += 1
-            for p, p_stamp in pending:
+            for p, p_stamp, p_phase in pending:
                 records.append((step, p, sessions.current, p_stamp))
+                phases.append(p_phase)
             pending = []
             records.append((step, rec, sessions.current, stamp))
+            phases.append(phase)
             last_step = step
             # a line holding the step alone (`Epoch 3/30`) heads the records that follow it
             header = step if len(rec.pairs) == 1 else None
             headed += header is not None
         trailing = len(pending)
         if last_step is not None:
-            records.extend((last_step, p, sessions.current, p_stamp) for p, p_stamp in pending)
+            records.extend((last_step, p, sessions.current, p_stamp) for p, p_stamp, _ in pending)
+            phases.extend(p_phase for _, _, p_phase in pending)
         # the log stamps its records, and a line without the stamp is no record of it: a block
         # the script printed (its config dump: `  BATCH_SIZE: 2` under `Running with config:`)
         unstamped_out = stamped[1] > 0 and stamped[0] >= 0.9 * stamped[1]
@@ -659,6 +725,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         finer, shared, kinds_said = finer_kind_keys([(s, r) for s, r, _, _ in records], step_key,
                                                     STEP_KEYS)
         shifts = sessions.shifts()
+        phased = _phased_keys(records, phases, step_key)
         for i, (step, rec, session, stamp) in enumerate(records):
             if shifts:
                 step += shifts[session]
@@ -676,7 +743,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                 if k == step_key:
                     continue
                 steps.append(step)
-                keys.append(f"{counter}/{k}" if counter and k in shared else k)
+                keys.append(f"{counter}/{k}" if counter and k in shared else
+                            f"{phases[i]}/{k}" if k in phased else k)
                 values.append(v)
     notes = [f"{name} read as a {grammar.describe()}; {total_lines} lines, {len(values)} points, "
              f"{skipped} line(s) skipped (not key/value records)"]
@@ -698,9 +766,43 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                      "as metrics")
     if kinds_said:
         notes.append(f"{name}: {kinds_said}")
+    if phased:
+        notes.append(f"{name}: {_some_keys(phased)} written under different phase banners "
+                     f"({', '.join(sorted({ph for ph in phases if ph}))}): kept apart, named by "
+                     "the banner (`<phase>/<key>`)")
     if shifts:
         notes.append(sessions.describe(name, step_key, shifts))
     return points_frame(steps, keys, values, None, notes, name)
+
+
+#: A line of decoration around a few words (`=====training epoch 1=====`, `--- Validation ---`,
+#: `*** test ***`): a banner naming the phase of the records printed under it
+_BANNER = re.compile(r"^\s*(?P<deco>[=\-*#~]{3,})\s*(?P<words>[A-Za-z][\w ]{0,40}?)\s*(?P=deco)?\s*$")
+
+
+def _phase(words: str) -> str | None:
+    """A banner's phase: its words without counters (`training epoch 1` → `training`); None when
+    only counters are left (`=== Epoch 3 ===` opens a step, not a phase)."""
+    kept = [w for w in words.split() if not w.isdigit() and w.lower() not in STEP_KEYS]
+    return "_".join(kept) if kept else None
+
+
+def _phased_keys(records: list[tuple[float, Record, int, bool]], phases: list[str | None],
+                 step_key: str | None) -> set[str]:
+    """The keys written under two or more phase banners, every record of them under one (a
+    script printing `avg_loss` after `== training ==` and after `== validate ==`): one series
+    each phase, never one series alternating between them."""
+    seen: dict[str, set[str | None]] = {}
+    for (_, rec, _, _), ph in zip(records, phases, strict=True):
+        for k, _ in rec.pairs:
+            if k != step_key:
+                seen.setdefault(k, set()).add(ph)
+    return {k for k, phs in seen.items() if len(phs) >= 2 and None not in phs}
+
+
+def _some_keys(keys: set[str]) -> str:
+    shown = sorted(keys)
+    return ", ".join(shown[:4]) + (" …" if len(shown) > 4 else "")
 
 
 # -- framework readers ----------------------------------------------------------------------------
