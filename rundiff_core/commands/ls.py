@@ -130,7 +130,7 @@ def iter_runs_of(src: str, headers: list[str], unread: dict[str, str]
 
     found = search_tree(src)
     if not found.n_runs:  # nothing readable below: the usual error (and its hint) says why
-        runs = [(r, None) for r in load_runs(src)]
+        runs = [(r, None) for r in _load_or_say_unread(src)]
         headers += found.summary_lines()
         yield from runs
         return
@@ -141,6 +141,29 @@ def iter_runs_of(src: str, headers: list[str], unread: dict[str, str]
         unread.update(getattr(source, "unread_files", dict)())
         for ref in store.refs:
             yield source.load_run(ref), store.address
+
+
+def _load_or_say_unread(folder: str) -> list[Any]:
+    """The runs of a folder no search found runs in; when no adapter claims it, the error names
+    the files `local:` looked at and did not understand (what `ls FOLDER` ends with), not only
+    that nothing recognised the folder."""
+    from ..errors import InputError, UnrecognizedSourceError
+    from ..resolve import load_runs
+
+    try:
+        return load_runs(folder)
+    except UnrecognizedSourceError:
+        try:
+            return load_runs(f"local:{folder}")
+        except InputError as local:
+            if local.message.startswith("not understood"):
+                raise InputError(f"no run found in {folder}: {local.message}",
+                                 hint="`rundiff ls local:FILE` says what one file looks like; "
+                                 "docs/first-sight.md says what rundiff reads by shape") from None
+            raise InputError(f"no run found in {folder}: no file below it is a run log",
+                             hint="if you know what wrote it, name the scheme (`rundiff ls "
+                             "wandb:PATH`, `tb:PATH`, …); docs/local.md lists what local: reads"
+                             ) from None
 
 
 def listing(sources: list[str], with_points: bool = True, unread: dict[str, str] | None = None

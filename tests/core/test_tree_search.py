@@ -95,7 +95,26 @@ def test_a_folder_of_nothing_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "a" / "b" / "notes.md").write_text("# nothing here\n")
     assert main(["ls", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rundiff: error: no adapter recognises") and "Traceback" not in err
+    assert err.startswith("rundiff: error: no run found in") and "Traceback" not in err
+    assert "a/b/notes.md" in err and "`rundiff ls PATH`" not in err  # named, with its shape
+    (tmp_path / "a" / "b" / "notes.md").unlink()
+    assert main(["ls", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rundiff: error: no run found in") and "no file below it is a run log" in err
+
+
+def test_ls_of_a_folder_nothing_reads_names_the_files_it_did_not_understand(tmp_path, capsys):
+    """`ls FOLDER` ends by listing what it did not understand — also when that is everything:
+    the error names each file and what it looks like, not only that no adapter claimed it."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.out").write_text(
+        "".join(f"starting worker {i} on node gpu{i}\n" for i in range(40)))
+    (tmp_path / "run" / "blob.dat").write_bytes(bytes(range(256)) * 8)
+    assert main(["ls", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rundiff: error: no run found in {tmp_path}: not understood: ")
+    assert "run/train.out: text" in err and "Traceback" not in err
+    assert "rundiff ls local:FILE" in err
 
 
 REAL = TREES.parent

@@ -11,7 +11,7 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
-from ..documents import SETTING_SECTIONS, document_parts
+from ..documents import RESULT_SECTIONS, SETTING_SECTIONS, document_parts
 from ..layouts.common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 from ..lazy import pd
 from ..shape import ColumnLists
@@ -187,8 +187,8 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                                "keys): their index, not a run"
     docs = _companions(docs, lone)
     single = [d for d in docs if d.path in lone]
-    if len(single) == 1 and len(docs) == 1:  # one document of settings alone: a config dump
-        docs.remove(single[0])
+    if len(single) == 1 and len(docs) == 1 and not _reports_results(docs_data.get(single[0].path)):
+        docs.remove(single[0])  # one document of settings alone: a config dump
         if unread is not None:
             unread[single[0].path] = lone[single[0].path] + \
                 ": text and numbers, with no log, config or sibling document beside it"
@@ -347,6 +347,15 @@ def _holds_settings(data: Any) -> bool:
     return has_text and has_number
 
 
+
+
+def _reports_results(data: Any) -> bool:
+    """A document with a results section of numbers (`"metrics": {"accuracy": 0.6, …}`: Allie's
+    model JSON): the record of a run that measured them, not a config dump, even alone."""
+    return isinstance(data, dict) and any(
+        str(k).lower() in RESULT_SECTIONS and isinstance(v, dict) and sum(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in v.values()) >= 2
+        for k, v in data.items())
 
 
 def _leaf_names(data: Any) -> set[str]:
