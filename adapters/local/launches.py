@@ -38,19 +38,21 @@ def split_launches(items: Iterable[T], step_of: Callable[[T], float],
 
 @dataclass
 class Launch:
-    """One launch's points (key, step, value) in file order and its first step on each x axis
-    (what it supersedes)."""
+    """One launch's points (key, step, value) in file order, its first step on each x axis (what
+    it supersedes), and where it is in the file (for the notes)."""
 
     label: str
+    span: str = ""
     points: list[tuple[str, float, float]] = field(default_factory=list)
     starts: dict[str, float] = field(default_factory=dict)
 
 
-def merge_launches(launches: list[Launch], axis_of: dict[str, str]) -> tuple[Any, ...]:
+def merge_launches(launches: list[Launch], axis_of: dict[str, str], what: str, name: str = ""
+                   ) -> tuple[Any, ...]:
     """The points of several launches of one run: a later launch that starts at step s on an
     axis supersedes every earlier point at step >= s on that axis; within a launch, a step logged
-    twice for a key keeps the later value. Returns steps, keys, values, the points dropped per
-    launch, the duplicates, and the launch index of each point."""
+    twice for a key keeps the later value. Returns steps, keys, values, the launch index of each
+    point, and notes (`what`: the launches; `name`: the file, for the note on duplicates)."""
     floors: dict[str, float] = {}
     kept: list[list[tuple[str, float, float]]] = [[] for _ in launches]
     dropped = [0] * len(launches)
@@ -70,17 +72,18 @@ def merge_launches(launches: list[Launch], axis_of: dict[str, str]) -> tuple[Any
         for axis, start in launches[i].starts.items():
             floors[axis] = min(start, floors.get(axis, start))
     points = [(i, *p) for i, mine in enumerate(kept) for p in mine]
+    notes = []
+    if len(launches) > 1:
+        parts = [f"launch {i}: {la.span}" + (f" ({lost} points superseded)" if lost else "")
+                 for i, (la, lost) in enumerate(zip(launches, dropped, strict=True), start=1)]
+        notes.append(f"{what}: {len(launches)} launches — " + "; ".join(parts) + ". A later "
+                     "launch supersedes every earlier point at or after its first step, so each "
+                     "key keeps the last launch's point at each step")
+    if duplicates:
+        notes.append(f"{name + ': ' if name else ''}{duplicates} step(s) logged twice for a key "
+                     "within a launch; the later value kept")
     return ([s for _i, _k, s, _v in points], [k for _i, k, _s, _v in points],
-            [v for _i, _k, _s, v in points], dropped, duplicates, [i for i, *_ in points])
-
-
-def launches_note(what: str, spans: list[str], dropped: list[int]) -> str:
-    """`WHAT: N launches — launch 1: <span> (k points superseded by a later launch), …`."""
-    parts = [f"launch {i}: {span}" + (f" ({lost} points superseded)" if lost else "")
-             for i, (span, lost) in enumerate(zip(spans, dropped, strict=True), start=1)]
-    return (f"{what}: {len(spans)} launches — " + "; ".join(parts) + ". A later launch "
-            "supersedes every earlier point at or after its first step, so each key keeps the "
-            "last launch's point at each step")
+            [v for _i, _k, _s, v in points], [i for i, *_ in points], notes)
 
 
 def launch_events(spans: list[tuple[float, float, str]]) -> list[Any]:

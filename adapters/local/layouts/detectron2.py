@@ -15,15 +15,7 @@ from typing import Any
 import rundiff_core
 from rundiff_core import Claimed, JsonLines, LayoutFolder, LayoutRun, first_json_object, json_lines
 
-from ..launches import (
-    Launch,
-    is_number,
-    launch_events,
-    launches_note,
-    merge_launches,
-    scan_steps,
-    split_launches,
-)
+from ..launches import Launch, is_number, launch_events, merge_launches, scan_steps, split_launches
 from ..lazy import pd
 from ..sniff import points_frame, read_head
 from .common import Meta, read_yaml
@@ -143,10 +135,12 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         rows.append((n, float(row["iteration"]), row) if is_number(row.get("iteration")) else None)
     no_iteration = rows.count(None)
     parts = split_launches([r for r in rows if r], lambda r: r[1], lambda r: "total_loss" in r[2])
-    launches, spans = [], []
+    launches = []
     evals = partial = stale = text_values = 0
     for part in parts:
-        launch = Launch(f"line {part[0][0]}", starts={"": part[0][1]})
+        its = [it for _n, it, _r in part]
+        launch = Launch(f"line {part[0][0]}", f"lines {part[0][0]}–{part[-1][0]}, iterations "
+                        f"{min(its):g}–{max(its):g}", starts={"": part[0][1]})
         last_value: dict[str, float] = {}
         for _n, it, row in part:
             train = "total_loss" in row
@@ -165,13 +159,13 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                     last_value[k] = float(v)
                     launch.points.append((k, it, float(v)))
         launches.append(launch)
-        its = [it for _n, it, _r in part]
-        spans.append(f"lines {part[0][0]}–{part[-1][0]}, iterations {min(its):g}–{max(its):g}")
     notes = report.notes()
     if not launches:
         return rundiff_core.empty_history(), notes + ["metrics.json: no rows with an iteration"]
     # every key is on the one iteration axis (axis "": an empty axis map)
-    steps, keys, values, dropped, dups, _origin = merge_launches(launches, {})
+    steps, keys, values, _origin, merged = merge_launches(
+        launches, {}, "metrics.json (every launch appends to it; a training row whose iteration "
+        "goes back starts one)", "metrics.json")
     head = (f"metrics.json: {report.lines} line(s), x = iteration (Detectron2's 0-based "
             "iteration counter, as logged)")
     if evals:
@@ -180,12 +174,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     if partial:
         head += f"; {partial} row(s) without total_loss (a partial write, not a restart)"
     notes.insert(0, head)
-    if len(launches) > 1:
-        notes.append(launches_note("metrics.json (every launch appends to it; a training row "
-                                   "whose iteration goes back starts one)", spans, dropped))
-    if dups:
-        notes.append(f"metrics.json: {dups} step(s) logged twice for a key within a launch; the "
-                     "later value kept")
+    notes += merged
     if stale:
         notes.append(f"metrics.json: {stale} repeated evaluation value(s) in training rows skipped "
                      "(Detectron2 < 0.3 repeats the latest evaluation result in every later row)")

@@ -31,7 +31,7 @@ from ..launches import is_number
 from ..lazy import pd
 from ..sniff import points_frame, read_head
 from .common import Meta
-from .mmengine import save_best_goals
+from .mmengine import config_py, save_best_goals
 
 _HEAD = re.compile(rb'^\s*\{\s*"(env_info|config|exp_name|seed|mmdet_version|CLASSES)"\s*:')
 _ROW = re.compile(rb'^\s*\{[^\n]*"mode"\s*:\s*"(train|val)"')
@@ -90,16 +90,6 @@ def _tail_rows(path: str, n: int = 65536) -> list[dict[str, Any]]:
     return [row for _n, row in json_lines(tail, JsonLines("")) if row.get("mode") in ("train", "val")]
 
 
-def _side_py(folder: str, exp_name: Any) -> str | None:
-    if isinstance(exp_name, str) and os.path.isfile(os.path.join(folder, exp_name)):
-        return os.path.join(folder, exp_name)
-    try:
-        pys = sorted(f for f in os.listdir(folder) if f.endswith(".py"))
-    except OSError:
-        return None
-    return os.path.join(folder, pys[0]) if len(pys) == 1 else None
-
-
 def meta(spec: LayoutRun) -> Meta:
     out = Meta()
     base = os.path.basename(spec.path)
@@ -108,7 +98,7 @@ def meta(spec: LayoutRun) -> Meta:
     if problem:
         out.notes.append(f"{base}: {problem}; no header read")
     header = header or {}
-    side = _side_py(folder, header.get("exp_name"))
+    side = config_py(folder, header.get("exp_name"))
     cfg_text = header.get("config")
     if isinstance(cfg_text, str) and cfg_text.strip():
         out.config, notes = read_py_config(cfg_text, f"{base} header's config")
@@ -159,12 +149,9 @@ def meta(spec: LayoutRun) -> Meta:
     val = [r for r in tail if r.get("mode") == "val"]
     val_keys = [f"val/{k}" for k, v in (val[-1].items() if val else ())
                 if k not in _AXIS and k != "lr" and is_number(v)]
-    goals, sources, notes = save_best_goals(
-        out.config.get("evaluation"), val_keys,
-        lambda name: f"val/{name}" if f"val/{name}" in val_keys or not val_keys else None,
-        "mmcv EvalHook (the config's evaluation=dict(…))")
-    out.goals, out.goal_sources = goals, sources
-    out.notes += notes
+    save_best_goals(out, out.config.get("evaluation"), val_keys,
+                    lambda name: f"val/{name}" if f"val/{name}" in val_keys or not val_keys else None,
+                    "mmcv EvalHook (the config's evaluation=dict(…))")
     return out
 
 

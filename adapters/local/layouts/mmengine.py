@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import rundiff_core
@@ -31,7 +31,6 @@ from ..launches import (
     Launch,
     is_number,
     launch_events,
-    launches_note,
     merge_launches,
     scan_steps,
     split_launches,
@@ -77,27 +76,27 @@ def _looks_like_rows(path: str) -> bool:
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
-    reason = "mmengine LocalVisBackend"
+    def found(shape: str, why: str, consumed: set[str]) -> Claimed:
+        files = [folder.join(f) for f in folder.files]
+        return Claimed([LayoutRun(folder.path, "mmengine", files,
+                                  f"mmengine LocalVisBackend: {why}", {"shape": shape})], consumed)
+
     ts_dirs = [d for d in folder.dirs if _TS.match(d)]
     launches = [d for d in ts_dirs if (f := _launch_file(folder.join(d), d)) and _looks_like_rows(f)]
     base = os.path.basename(folder.path)
     if launches:
-        why = f"{reason}: {len(launches)} launch folder(s) <timestamp>/vis_data/scalars.json"
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  why, {"shape": "work_dir"})], set(ts_dirs))
+        return found("work_dir", f"{len(launches)} launch folder(s) "
+                     "<timestamp>/vis_data/scalars.json", set(ts_dirs))
     if "vis_data" in folder.dirs and (logs := _vis_logs(folder.join("vis_data"))) \
             and _looks_like_rows(folder.join("vis_data", logs[0])):
         if _TS.match(base) and logs == ["scalars.json"]:
-            why = f"{reason}: one launch folder ({base}/vis_data/scalars.json)"
-            return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                      why, {"shape": "launch"})], {"vis_data"})
-        why = f"{reason}: vis_data/ with {', '.join(logs[:3])}{' …' if len(logs) > 3 else ''}"
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  why, {"shape": "vis_root"})], {"vis_data"})
+            return found("launch", f"one launch folder ({base}/vis_data/scalars.json)",
+                         {"vis_data"})
+        return found("vis_root", f"vis_data/ with {', '.join(logs[:3])}"
+                     f"{' …' if len(logs) > 3 else ''}", {"vis_data"})
     if base == "vis_data" and (logs := _vis_logs(folder.path)) \
             and _looks_like_rows(folder.join(logs[0])):
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  f"{reason}: a vis_data/ folder", {"shape": "vis_self"})])
+        return found("vis_self", "a vis_data/ folder", set())
     return None
 
 
@@ -108,7 +107,6 @@ class _LaunchFiles:
     config: str | None = None  # its vis_data/config.py
     log: str | None = None  # its <timestamp>.log
     test: str | None = None  # <timestamp>/<timestamp>.json (a test launch's metrics)
-    extra: list[str] = field(default_factory=list)
 
 
 def _launch_files(spec: LayoutRun) -> list[_LaunchFiles]:
@@ -129,14 +127,15 @@ def _launch_files(spec: LayoutRun) -> list[_LaunchFiles]:
     return out
 
 
-def _work_dir_py(spec: LayoutRun) -> str | None:
-    if spec.sniffs.get("shape") != "work_dir":
+def config_py(folder: str, name: Any) -> str | None:
+    """The config `.py` the Runner dumps in a work dir: `name` when there, else the only `.py`."""
+    if isinstance(name, str) and os.path.isfile(os.path.join(folder, name)):
+        return os.path.join(folder, name)
+    try:
+        pys = [f for f in os.listdir(folder) if f.endswith(".py")]
+    except OSError:
         return None
-    pys = sorted(f for f in os.listdir(spec.path) if f.endswith(".py"))
-    name = os.path.basename(spec.path) + ".py"
-    if name in pys:
-        return os.path.join(spec.path, name)
-    return os.path.join(spec.path, pys[0]) if len(pys) == 1 else None
+    return os.path.join(folder, pys[0]) if len(pys) == 1 else None
 
 
 def _rel(spec: LayoutRun, path: str) -> str:
@@ -158,7 +157,8 @@ def meta(spec: LayoutRun) -> Meta:
             diff = config_differences(first, out.config)
             out.notes.append(f"the launches' config.py differ (first vs last) in {', '.join(diff)}"
                              if diff else "every launch's config.py is the same")
-    elif (py := _work_dir_py(spec)) is not None:
+    elif spec.sniffs.get("shape") == "work_dir" and \
+            (py := config_py(spec.path, os.path.basename(spec.path) + ".py")) is not None:
         out.config, notes = read_py_config_file(py)
         out.notes += notes
         out.notes.append(f"config: the work dir's {os.path.basename(py)} (the Runner dumps it at "
@@ -186,12 +186,9 @@ def meta(spec: LayoutRun) -> Meta:
     hook = hooks.get("checkpoint") if isinstance(hooks, dict) else None
     if isinstance(hook, dict) and hook.get("save_best"):
         val_keys = _val_keys(launches)
-        goals, sources, notes = save_best_goals(
-            hook, val_keys,
-            lambda name: name if name in val_keys else f"val/{name}" if f"val/{name}" in val_keys
-            else None, "mmengine CheckpointHook (config default_hooks.checkpoint)")
-        out.goals, out.goal_sources = goals, sources
-        out.notes += notes
+        save_best_goals(out, hook, val_keys, lambda name: name if name in val_keys else
+                        f"val/{name}" if f"val/{name}" in val_keys else None,
+                        "mmengine CheckpointHook (config default_hooks.checkpoint)")
     return out
 
 
@@ -246,7 +243,6 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     launches: list[Launch] = []
     sources: list[str] = []  # the file each launch came from (relative)
-    spans: list[str] = []
     axis_of: dict[str, str] = {}
     axis_conflict: set[str] = set()
     train_keys: set[str] = set()
@@ -282,9 +278,6 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                 val_axes.append(axis)
             if how:
                 degenerate.append(how)
-            steps = [s for k, s, _v in launch.points if not k.startswith("\0")]
-            spans.append(f"{label} ({len(rows)} rows, steps {min(steps):g}–{max(steps):g})"
-                         if steps else f"{label} ({len(rows)} rows)")
     if not launches:
         return rundiff_core.empty_history(), notes
     # name the keys: a val row's time/data_time (and any name a train row has) get `val/`
@@ -304,7 +297,8 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                 axis_of[key] = "iter"
                 points.append((key, step, value))
         launch.points = points
-    steps, keys, values, dropped, dups, origin = merge_launches(launches, axis_of)
+    steps, keys, values, origin, merged = merge_launches(launches, axis_of,
+                                                         "launches of this work dir")
     key_files: dict[str, list[str]] = {}
     for key, i in zip(keys, origin, strict=True):
         if sources[i] not in key_files.setdefault(key, []):
@@ -324,10 +318,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     if axis_conflict:
         notes.append(f"{_some(sorted(axis_conflict))}: launches logged them on different x "
                      "(epoch in some, iteration in others); the last launch's x is assumed")
-    if len(launches) > 1:
-        notes.append(launches_note("launches of this work dir", spans, dropped))
-    if dups:
-        notes.append(f"{dups} step(s) logged twice for a key within a launch; the later value kept")
+    notes += merged
     if no_step:
         notes.append(f"{no_step} row(s) without a numeric step skipped")
     if text_values:
@@ -397,6 +388,9 @@ def _read_launch(rows: list[dict[str, Any]], label: str
             launch.points.append((k if train else f"\0{k}\0{axis}", step, float(v)))
     if vals and axis == "epoch" and "epoch" not in launch.starts:
         launch.starts["epoch"] = float(vals[0][1]["step"])
+    steps = [s for k, s, _v in launch.points if not k.startswith("\0")]
+    launch.span = f"{label} ({len(rows)} rows" + (f", steps {min(steps):g}–{max(steps):g})"
+                                                  if steps else ")")
     return launch, axis if vals else None, how, skipped
 
 
@@ -406,16 +400,12 @@ _GREATER = ("acc", "top", "ar@", "auc", "precision", "map", "mdice", "miou", "ma
 _LESS = ("loss",)
 
 
-def save_best_goals(hook: Any, metric_keys: list[str], to_key: Any, who: str
-                    ) -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """Goals a hook config declares with `save_best` (+ `rule`, else the framework's own rule by
-    name); `to_key(name)` maps the hook's metric name to the history key (None: not logged).
-    `auto` is the first metric the evaluator returned (the first of `metric_keys`)."""
-    goals: dict[str, str] = {}
-    sources: dict[str, str] = {}
-    notes: list[str] = []
+def save_best_goals(out: Meta, hook: Any, metric_keys: list[str], to_key: Any, who: str) -> None:
+    """The goals a hook config declares with `save_best` (+ `rule`, else the framework's own rule
+    by name) into `out`; `to_key(name)` maps the hook's metric name to the history key (None: not
+    logged). `auto` is the first metric the evaluator returned (the first of `metric_keys`)."""
     if not isinstance(hook, dict) or not hook.get("save_best"):
-        return goals, sources, notes
+        return
     best = hook["save_best"]
     best = [best] if isinstance(best, str) else [b for b in best if isinstance(b, str)] \
         if isinstance(best, list) else []
@@ -432,7 +422,7 @@ def save_best_goals(hook: Any, metric_keys: list[str], to_key: Any, who: str
         else:
             metric, key = name, to_key(name)
         if key is None:
-            notes.append(f"{who} save_best={name!r}: no such key logged; no direction taken")
+            out.notes.append(f"{who} save_best={name!r}: no such key logged; no direction taken")
             continue
         how = f"rule={rule!r}"
         if rule not in ("greater", "less"):
@@ -443,6 +433,6 @@ def save_best_goals(hook: Any, metric_keys: list[str], to_key: Any, who: str
             how = "its rule inferred from the name, as the hook does"
             if rule is None:
                 continue
-        goals[key] = "max" if rule == "greater" else "min"
-        sources[key] = f"{who} save_best={name!r}" + (f" (= {metric})" if auto else "") + f", {how}"
-    return goals, sources, notes
+        out.goals[key] = "max" if rule == "greater" else "min"
+        out.goal_sources[key] = (f"{who} save_best={name!r}" + (f" (= {metric})" if auto else "")
+                                 + f", {how}")
