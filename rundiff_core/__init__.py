@@ -86,6 +86,9 @@ _EXPORTS: dict[str, str] = {
     "is_opaque": "parsing.opaque",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
+    "JsonLines": "parsing.jsonl",  # a JSON-lines file line by line, each kind of damage counted
+    "json_lines": "parsing.jsonl",
+    "first_json_object": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
     "read_flat_jsonl": "parsing.jsonl_numeric",
     "PlainRecord": "plain",  # repr and equality of a record class without @dataclass's start-up cost
@@ -106,6 +109,10 @@ _EXPORTS: dict[str, str] = {
     # a run's config printed in a text log (a Namespace, a command line), or joined by run name
     "log_head_config": "parsing.configlines",
     "joined_config": "parsing.configjoin",
+    # a Python config file read as text (parsed with ast, never executed)
+    "read_py_config": "parsing.pyconfig",
+    "read_py_config_file": "parsing.pyconfig",
+    "config_differences": "parsing.pyconfig",
     # what a trajectory importer fills
     "TaskRecord": "trajectories.model",
     "TrajectoryRun": "trajectories.model",
@@ -139,6 +146,9 @@ __all__ = [
     "read_run_config",
     "log_head_config",
     "joined_config",
+    "read_py_config",
+    "read_py_config_file",
+    "config_differences",
     "Address",
     "AddressError",
     "AmbiguousSourceError",
@@ -213,6 +223,9 @@ __all__ = [
     "pick_finish",
     "protobuf",
     "read_jsonl",
+    "JsonLines",
+    "json_lines",
+    "first_json_object",
     "read_flat_jsonl",
     "number_spans",
     "PlainRecord",
@@ -314,10 +327,11 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.configjoin import joined_config
     from .parsing.configlines import log_head_config
     from .parsing.fidelity import step_notes
-    from .parsing.jsonl import JsonlResult, read_jsonl
+    from .parsing.jsonl import JsonLines, JsonlResult, first_json_object, json_lines, read_jsonl
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
+    from .parsing.pyconfig import config_differences, read_py_config, read_py_config_file
     from .parsing.sqlite import open_sqlite_readonly
     from .parsing.yamlsafe import YamlRefused, load_yaml_file, load_yaml_plain
     from .plain import FrozenRecord, PlainRecord

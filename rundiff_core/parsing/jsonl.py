@@ -2,7 +2,8 @@
 
 pyarrow's C++ reader parses the common case; the rare file it refuses (bare NaN/Infinity, a type
 that changes mid-file, a corrupt line) falls back to a per-line parse that keeps every good line
-and counts the rest. A truncated last line (a run still being written) is dropped with a note.
+and counts the rest. A truncated last line (a run still being written) is dropped with a note. `json_lines` is that
+per-line parse on its own: each object with its line number, every kind of damage counted.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import io
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,6 +23,7 @@ _NON_SPACE = re.compile(rb"\S")
 # polars parses large files ~1.7× faster than pyarrow but costs more per call: small files go
 # straight to pyarrow (measured on this project's 2-core machine: crossover near a few MB).
 POLARS_MIN_BYTES = 4 << 20
+MAX_LINE_BYTES = 64 << 20  # one JSON line longer than this is not read
 
 
 def _block_size(n: int) -> int:
@@ -140,24 +143,12 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
             return result
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    if cut < len(raw):
-        raw = raw[:cut]
-    rows: list[dict[str, Any]] = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            result.skipped_lines.append(i)
-            continue
-        if isinstance(obj, dict):
-            rows.append(obj)
-        else:
-            result.skipped_lines.append(i)
+    report = JsonLines(label)  # the rare file pyarrow refuses: line by line, damage counted
+    source = io.BytesIO(raw if cut == len(raw) else raw[:cut])  # the bytes read, not a re-read
+    result.rows = [obj for _n, obj in json_lines(source, report)]
+    result.skipped_lines = sorted(report.bad + report.not_objects + report.too_long)
     if result.skipped_lines:
         result.notes.append(corrupt_lines_note(label, result.skipped_lines))
-    result.rows = rows
     return result
 
 
@@ -184,3 +175,95 @@ def corrupt_lines_note(label: str, skipped: list[int]) -> str:
     shown = ", ".join(map(str, skipped[:5]))
     more = "…" if len(skipped) > 5 else ""
     return f"{label}: {len(skipped)} corrupt line(s) skipped (line {shown}{more})"
+
+
+@dataclass
+class JsonLines:
+    """What reading a JSON-lines file line by line cost: bad lines (numbers), a torn last line,
+    non-objects, lines over MAX_LINE_BYTES, an unreadable file."""
+
+    name: str
+    lines: int = 0
+    bad: list[int] = field(default_factory=list)
+    not_objects: list[int] = field(default_factory=list)
+    torn_last: bool = False
+    too_long: list[int] = field(default_factory=list)
+    error: str = ""
+
+    def notes(self) -> list[str]:
+        out = [f"{self.name}: {self.error}"] if self.error else []
+        for lines, what in ((self.bad, "not valid JSON"), (self.not_objects, "not a JSON object"),
+                            (self.too_long, f"over {MAX_LINE_BYTES >> 20} MiB")):
+            if lines:
+                shown = ", ".join(str(n) for n in lines[:5])
+                more = f", … ({len(lines) - 5} more)" if len(lines) > 5 else ""
+                out.append(f"{self.name}: {len(lines)} line(s) {what} skipped (line {shown}{more})")
+        if self.torn_last:
+            out.append(f"{self.name}: the last line is cut short (no newline, not valid JSON: a "
+                       "launch still writing, or a truncated copy); skipped")
+        return out
+
+
+def json_lines(path: str | IO[bytes], report: JsonLines) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each JSON object line of `path` (a file name or a binary file),
+    read a line at a time (never whole); damage counted in `report`."""
+    try:
+        fh = open(path, "rb") if isinstance(path, str) else path  # noqa: SIM115 - closed below
+    except OSError as exc:
+        report.error = f"unreadable ({exc.strerror or exc}); not read"
+        return
+    with fh:
+        n = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            n += 1
+            report.lines = n
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                report.too_long.append(n)
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the line
+                    raw = fh.readline(MAX_LINE_BYTES)
+                continue
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except (ValueError, RecursionError):
+                if raw.endswith(b"\n"):
+                    report.bad.append(n)
+                else:  # only the last line lacks its newline
+                    report.torn_last = True
+                continue
+            if isinstance(obj, dict):
+                yield n, obj
+            else:
+                report.not_objects.append(n)
+
+
+def first_json_object(head: bytes) -> dict[str, Any] | None:
+    """The first line of a file's head as a JSON object, when that line is complete in `head`.
+    Lines that damage made unreadable before it (a zeroed block, bytes that are not UTF-8, a
+    line opening `{` that does not parse) are passed over, at most 8: a damaged first line costs
+    that line, not the file's kind. A readable line that is no JSON object ends the look."""
+    for line in (head.split(b"\n")[:-1] or [head])[:8]:
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith(b"{"):
+            if b"\x00" in line or not _utf8(line):
+                continue
+            return None
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        return obj if isinstance(obj, dict) else None
+    return None
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+

@@ -474,7 +474,7 @@ def test_mmengine_bare_vis_data_of_three_launches():
 
 
 def test_mmengine_config_is_read_as_text_never_executed(tmp_path):
-    from rundiff_adapters.local.layouts.launches import read_py_config
+    from rundiff_core import read_py_config
 
     marker = tmp_path / "executed"
     text = (f"import os\nos.system('touch {marker}')\nlr = 0.1\nmodel = dict(type='X', depth=50, "

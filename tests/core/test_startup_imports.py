@@ -52,7 +52,7 @@ NOT_FOR_DETECT = ("shutil", "bz2", "lzma", "zipfile", "sqlite3", "datetime", "cs
                   "rundiff_adapters.wandb.local_runs", "rundiff_adapters.mlflow.found",
                   *(f"rundiff_adapters.local.layouts.{m}" for m in (
                       "hf_trainer", "trackio_db", "sacred", "dvclive", "raytune", "spinningup",
-                      "sb3", "ultralytics", "timm", "detectron2", "launches", "mmengine",
+                      "sb3", "ultralytics", "timm", "detectron2", "mmengine",
                       "mmdet_log", "text", "hydra")))
 SCAN = ("importlib.metadata", "email")  # the entry-point scan and what it imports
 # rundiff's own lazily built commands: the core's, and `mcp` from the rundiff package's plugin

@@ -13,22 +13,12 @@ import re
 from typing import Any
 
 import rundiff_core
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, JsonLines, LayoutFolder, LayoutRun, first_json_object, json_lines
 
+from ..launches import Launch, is_number, launch_events, merge_launches, scan_steps, split_launches
 from ..lazy import pd
-from ..sniff import points_frame
+from ..sniff import points_frame, read_head
 from .common import Meta, read_yaml
-from .launches import (
-    JsonLines,
-    Launch,
-    first_json_object,
-    is_number,
-    json_lines,
-    launch_events,
-    launches_note,
-    merge_launches,
-    scan_steps,
-)
 
 _SIDE = ("config.yaml", "log.txt", "last_checkpoint")
 # Detectron2's evaluators' result names (flattened as `<task>/<name>`); Detectron2 < 0.3 repeats
@@ -54,14 +44,6 @@ def claim(folder: LayoutFolder) -> Claimed | None:
                    {"inference"})
 
 
-def _read_text(path: str, limit: int = 4096) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
-
-
 def meta(spec: LayoutRun) -> Meta:
     out = Meta()
     cfg = os.path.join(spec.path, "config.yaml")
@@ -75,9 +57,9 @@ def meta(spec: LayoutRun) -> Meta:
             out.notes.append("config.yaml: not a mapping; ignored")
     else:
         out.notes.append("no config.yaml beside metrics.json: no config")
-    last = _read_text(os.path.join(spec.path, "last_checkpoint"))
-    if last is not None:
-        name = last.strip()
+    last = os.path.join(spec.path, "last_checkpoint")
+    if os.path.isfile(last):
+        name = read_head(last, 4096).decode("utf-8", "replace").strip()
         out.meta["last_checkpoint"] = name
         if os.path.basename(name) == "model_final.pth":
             out.status = "finished"
@@ -91,7 +73,7 @@ def meta(spec: LayoutRun) -> Meta:
         out.notes += _log_notes(log, out.meta)
     spans = scan_steps(os.path.join(spec.path, "metrics.json"), b"iteration",
                        lambda line: b'"total_loss"' in line)
-    out.events = launch_events([(a, b, f"metrics.json line {c}") for a, b, c, _d in spans])
+    out.events = launch_events([(a, b, f"metrics.json line {c}") for a, b, c in spans])
     return out
 
 
@@ -147,62 +129,43 @@ def _log_notes(path: str, meta: dict[str, Any]) -> list[str]:
 
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    path = os.path.join(spec.path, "metrics.json")
     report = JsonLines("metrics.json")
-    launches: list[Launch] = []
-    first_lines: list[int] = []
-    last_lines: list[int] = []
-    iters: list[tuple[float, float]] = []
-    no_iteration: list[int] = []
-    partial = 0
-    evals = 0
-    stale = 0
-    prev_train: float | None = None
-    last_value: dict[str, float] = {}
-    text_values = 0
-    for n, row in json_lines(path, report):
-        it = row.get("iteration")
-        if not is_number(it):
-            no_iteration.append(n)
-            continue
-        it = float(it)
-        train = "total_loss" in row
-        if not launches or (train and prev_train is not None and it < prev_train):
-            launches.append(Launch(f"line {n}", starts={"": it}))
-            first_lines.append(n)
-            last_lines.append(n)
-            iters.append((it, it))
-            prev_train = None
-            last_value = {}
-        launch = launches[-1]
-        launch.rows += 1
-        last_lines[-1] = n
-        iters[-1] = (min(iters[-1][0], it), max(iters[-1][1], it))
-        if train:
-            prev_train = it
-        else:
-            keys = [k for k in row if k != "iteration"]
-            if any(_is_eval(k) for k in keys):
+    rows = []
+    for n, row in json_lines(os.path.join(spec.path, "metrics.json"), report):
+        rows.append((n, float(row["iteration"]), row) if is_number(row.get("iteration")) else None)
+    no_iteration = rows.count(None)
+    parts = split_launches([r for r in rows if r], lambda r: r[1], lambda r: "total_loss" in r[2])
+    launches = []
+    evals = partial = stale = text_values = 0
+    for part in parts:
+        its = [it for _n, it, _r in part]
+        launch = Launch(f"line {part[0][0]}", f"lines {part[0][0]}–{part[-1][0]}, iterations "
+                        f"{min(its):g}–{max(its):g}", starts={"": part[0][1]})
+        last_value: dict[str, float] = {}
+        for _n, it, row in part:
+            train = "total_loss" in row
+            if not train and any(_is_eval(k) for k in row if k != "iteration"):
                 evals += 1
-            else:
+            elif not train:
                 partial += 1
-        for k, v in row.items():
-            if k == "iteration":
-                continue
-            if not is_number(v):
-                text_values += 1
-                continue
-            v = float(v)
-            if train and _is_eval(k) and last_value.get(k) == v:
-                stale += 1  # Detectron2 < 0.3: the latest evaluation, repeated
-                continue
-            last_value[k] = v
-            launch.points.append((k, it, v))
+            for k, v in row.items():
+                if k == "iteration":
+                    continue
+                if not is_number(v):
+                    text_values += 1
+                elif train and _is_eval(k) and last_value.get(k) == v:
+                    stale += 1  # Detectron2 < 0.3: the latest evaluation, repeated
+                else:
+                    last_value[k] = float(v)
+                    launch.points.append((k, it, float(v)))
+        launches.append(launch)
     notes = report.notes()
     if not launches:
         return rundiff_core.empty_history(), notes + ["metrics.json: no rows with an iteration"]
     # every key is on the one iteration axis (axis "": an empty axis map)
-    steps, keys, values, dropped, dups = merge_launches(launches, {})
+    steps, keys, values, _origin, merged = merge_launches(
+        launches, {}, "metrics.json (every launch appends to it; a training row whose iteration "
+        "goes back starts one)", "metrics.json")
     head = (f"metrics.json: {report.lines} line(s), x = iteration (Detectron2's 0-based "
             "iteration counter, as logged)")
     if evals:
@@ -211,19 +174,12 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     if partial:
         head += f"; {partial} row(s) without total_loss (a partial write, not a restart)"
     notes.insert(0, head)
-    if len(launches) > 1:
-        spans = [f"lines {first}–{last}, iterations {a:g}–{b:g}" for first, last, (a, b)
-                 in zip(first_lines, last_lines, iters, strict=True)]
-        notes.append(launches_note("metrics.json (every launch appends to it; a training row "
-                                   "whose iteration goes back starts one)", spans, dropped))
-    if dups:
-        notes.append(f"metrics.json: {dups} step(s) logged twice for a key within a launch; the "
-                     "later value kept")
+    notes += merged
     if stale:
         notes.append(f"metrics.json: {stale} repeated evaluation value(s) in training rows skipped "
                      "(Detectron2 < 0.3 repeats the latest evaluation result in every later row)")
     if no_iteration:
-        notes.append(f"metrics.json: {len(no_iteration)} row(s) without an iteration skipped")
+        notes.append(f"metrics.json: {no_iteration} row(s) without an iteration skipped")
     if text_values:
         notes.append(f"metrics.json: {text_values} non-numeric value(s) skipped")
     return points_frame(steps, keys, values, None, notes, "metrics.json")

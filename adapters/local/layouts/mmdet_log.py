@@ -10,26 +10,28 @@ is rewritten by every launch, so it may belong to another one).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from typing import Any
 
 import rundiff_core
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
-
-from ..lazy import pd
-from ..sniff import points_frame
-from .common import Meta
-from .launches import (
-    MAX_LINE_BYTES,
+from rundiff_core import (
+    Claimed,
     JsonLines,
+    LayoutFolder,
+    LayoutRun,
     config_differences,
-    is_number,
     json_lines,
     read_py_config,
     read_py_config_file,
-    save_best_goals,
 )
+
+from ..launches import is_number
+from ..lazy import pd
+from ..sniff import points_frame, read_head
+from .common import Meta
+from .mmengine import config_py, save_best_goals
 
 _HEAD = re.compile(rb'^\s*\{\s*"(env_info|config|exp_name|seed|mmdet_version|CLASSES)"\s*:')
 _ROW = re.compile(rb'^\s*\{[^\n]*"mode"\s*:\s*"(train|val)"')
@@ -40,12 +42,7 @@ _ENV_KEYS = ("Python", "PyTorch", "TorchVision", "OpenCV")
 def _is_log_json(path: str, head: bytes | None = None) -> bool:
     if not path.endswith(".log.json"):
         return False
-    if head is None:
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(4096)
-        except OSError:
-            return False
+    head = read_head(path, 4096) if head is None else head
     return bool(_HEAD.match(head) or _ROW.match(head))
 
 
@@ -70,55 +67,27 @@ def claim_file(path: str) -> list[LayoutRun] | None:
 
 def _header(path: str) -> tuple[dict[str, Any] | None, str]:
     """The first line when it is the runner's meta (no `mode`), and what went wrong if not."""
-    import json
-
-    try:
-        with open(path, "rb") as fh:
-            line = fh.readline(MAX_LINE_BYTES + 1)
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror or exc})"
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
+    report = JsonLines("")
+    n, row = next(json_lines(path, report), (0, {}))
+    if report.error:
+        return None, report.error.removesuffix("; not read")
+    if n != 1 and 1 not in report.not_objects:  # line 1 empty, cut short or not JSON
         return None, "line 1 is not valid JSON (cut short?)"
-    if isinstance(obj, dict) and "mode" not in obj:
-        return obj, ""
-    return None, ""
+    return (row, "") if n == 1 and "mode" not in row else (None, "")
 
 
 def _tail_rows(path: str, n: int = 65536) -> list[dict[str, Any]]:
     """The complete JSON rows in the last `n` bytes (for status and `save_best: auto`)."""
-    import json
-
     try:
         with open(path, "rb") as fh:
             size = fh.seek(0, 2)
             fh.seek(max(0, size - n))
-            data = fh.read()
+            tail = io.BytesIO(fh.read())
     except OSError:
         return []
-    lines = data.split(b"\n")
     if size > n:
-        lines = lines[1:]  # the first is a partial line
-    out = []
-    for line in lines:
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict) and obj.get("mode") in ("train", "val"):
-            out.append(obj)
-    return out
-
-
-def _side_py(folder: str, exp_name: Any) -> str | None:
-    if isinstance(exp_name, str) and os.path.isfile(os.path.join(folder, exp_name)):
-        return os.path.join(folder, exp_name)
-    try:
-        pys = sorted(f for f in os.listdir(folder) if f.endswith(".py"))
-    except OSError:
-        return None
-    return os.path.join(folder, pys[0]) if len(pys) == 1 else None
+        tail.readline()  # the first is a partial line
+    return [row for _n, row in json_lines(tail, JsonLines("")) if row.get("mode") in ("train", "val")]
 
 
 def meta(spec: LayoutRun) -> Meta:
@@ -129,7 +98,7 @@ def meta(spec: LayoutRun) -> Meta:
     if problem:
         out.notes.append(f"{base}: {problem}; no header read")
     header = header or {}
-    side = _side_py(folder, header.get("exp_name"))
+    side = config_py(folder, header.get("exp_name"))
     cfg_text = header.get("config")
     if isinstance(cfg_text, str) and cfg_text.strip():
         out.config, notes = read_py_config(cfg_text, f"{base} header's config")
@@ -180,12 +149,9 @@ def meta(spec: LayoutRun) -> Meta:
     val = [r for r in tail if r.get("mode") == "val"]
     val_keys = [f"val/{k}" for k, v in (val[-1].items() if val else ())
                 if k not in _AXIS and k != "lr" and is_number(v)]
-    goals, sources, notes = save_best_goals(
-        out.config.get("evaluation"), val_keys,
-        lambda name: f"val/{name}" if f"val/{name}" in val_keys or not val_keys else None,
-        "mmcv EvalHook (the config's evaluation=dict(…))")
-    out.goals, out.goal_sources = goals, sources
-    out.notes += notes
+    save_best_goals(out, out.config.get("evaluation"), val_keys,
+                    lambda name: f"val/{name}" if f"val/{name}" in val_keys or not val_keys else None,
+                    "mmcv EvalHook (the config's evaluation=dict(…))")
     return out
 
 

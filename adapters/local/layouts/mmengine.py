@@ -6,35 +6,38 @@ and their `scalars.json` appended in one folder).
 
 Train rows (with `lr` / `loss*`) have step = the iteration; validation rows have step = the epoch
 when `LoggerHook(log_metric_by_epoch=True)` (the default), else the iteration. Config files are
-read as text, never executed (launches.read_py_config).
+read as text, never executed (rundiff_core.read_py_config).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import rundiff_core
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
-
-from ..lazy import pd
-from ..sniff import points_frame
-from .common import Meta, read_json
-from .launches import (
+from rundiff_core import (
+    Claimed,
     JsonLines,
-    Launch,
+    LayoutFolder,
+    LayoutRun,
     config_differences,
-    is_number,
     json_lines,
-    launch_events,
-    launches_note,
-    merge_launches,
     read_py_config_file,
-    save_best_goals,
-    scan_steps,
 )
+
+from ..launches import (
+    Launch,
+    is_number,
+    launch_events,
+    merge_launches,
+    scan_steps,
+    split_launches,
+)
+from ..lazy import pd
+from ..sniff import points_frame, read_head
+from .common import Meta, read_json
 
 _TS = re.compile(r"^\d{8}_\d{6}$")
 _AXIS_FIELDS = ("step", "epoch", "iter")
@@ -54,12 +57,13 @@ def _vis_logs(vis: str) -> list[str]:
     return ["scalars.json"] if "scalars.json" in names else []
 
 
+def _file(*parts: str) -> str | None:
+    path = os.path.join(*parts)
+    return path if os.path.isfile(path) else None
+
+
 def _launch_file(folder: str, ts: str) -> str | None:
-    vis = os.path.join(folder, ts, "vis_data")
-    for name in ("scalars.json", f"{ts}.json"):
-        if os.path.isfile(os.path.join(vis, name)):
-            return os.path.join(vis, name)
-    return None
+    return _file(folder, "vis_data", "scalars.json") or _file(folder, "vis_data", f"{ts}.json")
 
 
 def _looks_like_rows(path: str) -> bool:
@@ -72,27 +76,27 @@ def _looks_like_rows(path: str) -> bool:
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
-    reason = "mmengine LocalVisBackend"
+    def found(shape: str, why: str, consumed: set[str]) -> Claimed:
+        files = [folder.join(f) for f in folder.files]
+        return Claimed([LayoutRun(folder.path, "mmengine", files,
+                                  f"mmengine LocalVisBackend: {why}", {"shape": shape})], consumed)
+
     ts_dirs = [d for d in folder.dirs if _TS.match(d)]
-    launches = [d for d in ts_dirs if (f := _launch_file(folder.path, d)) and _looks_like_rows(f)]
+    launches = [d for d in ts_dirs if (f := _launch_file(folder.join(d), d)) and _looks_like_rows(f)]
     base = os.path.basename(folder.path)
     if launches:
-        why = f"{reason}: {len(launches)} launch folder(s) <timestamp>/vis_data/scalars.json"
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  why, {"shape": "work_dir"})], set(ts_dirs))
+        return found("work_dir", f"{len(launches)} launch folder(s) "
+                     "<timestamp>/vis_data/scalars.json", set(ts_dirs))
     if "vis_data" in folder.dirs and (logs := _vis_logs(folder.join("vis_data"))) \
             and _looks_like_rows(folder.join("vis_data", logs[0])):
         if _TS.match(base) and logs == ["scalars.json"]:
-            why = f"{reason}: one launch folder ({base}/vis_data/scalars.json)"
-            return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                      why, {"shape": "launch"})], {"vis_data"})
-        why = f"{reason}: vis_data/ with {', '.join(logs[:3])}{' …' if len(logs) > 3 else ''}"
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  why, {"shape": "vis_root"})], {"vis_data"})
+            return found("launch", f"one launch folder ({base}/vis_data/scalars.json)",
+                         {"vis_data"})
+        return found("vis_root", f"vis_data/ with {', '.join(logs[:3])}"
+                     f"{' …' if len(logs) > 3 else ''}", {"vis_data"})
     if base == "vis_data" and (logs := _vis_logs(folder.path)) \
             and _looks_like_rows(folder.join(logs[0])):
-        return Claimed([LayoutRun(folder.path, "mmengine", [folder.join(f) for f in folder.files],
-                                  f"{reason}: a vis_data/ folder", {"shape": "vis_self"})])
+        return found("vis_self", "a vis_data/ folder", set())
     return None
 
 
@@ -103,7 +107,6 @@ class _LaunchFiles:
     config: str | None = None  # its vis_data/config.py
     log: str | None = None  # its <timestamp>.log
     test: str | None = None  # <timestamp>/<timestamp>.json (a test launch's metrics)
-    extra: list[str] = field(default_factory=list)
 
 
 def _launch_files(spec: LayoutRun) -> list[_LaunchFiles]:
@@ -112,35 +115,27 @@ def _launch_files(spec: LayoutRun) -> list[_LaunchFiles]:
         stamps = [os.path.basename(spec.path)] if shape == "launch" else \
             sorted(d for d in os.listdir(spec.path) if _TS.match(d)
                    and os.path.isdir(os.path.join(spec.path, d)))
-        out = []
-        for ts in stamps:
-            folder = spec.path if shape == "launch" else os.path.join(spec.path, ts)
-            vis = os.path.join(folder, "vis_data")
-            scalars = next((os.path.join(vis, n) for n in ("scalars.json", f"{ts}.json")
-                            if os.path.isfile(os.path.join(vis, n))), None)
-            out.append(_LaunchFiles(
-                ts, scalars,
-                config=os.path.join(vis, "config.py") if os.path.isfile(os.path.join(vis, "config.py")) else None,
-                log=os.path.join(folder, f"{ts}.log") if os.path.isfile(os.path.join(folder, f"{ts}.log")) else None,
-                test=os.path.join(folder, f"{ts}.json") if os.path.isfile(os.path.join(folder, f"{ts}.json")) else None))
-        return out
+        folders = [(ts, spec.path if shape == "launch" else os.path.join(spec.path, ts))
+                   for ts in stamps]
+        return [_LaunchFiles(ts, _launch_file(f, ts), _file(f, "vis_data", "config.py"),
+                             _file(f, f"{ts}.log"), _file(f, f"{ts}.json")) for ts, f in folders]
     vis = spec.path if shape == "vis_self" else os.path.join(spec.path, "vis_data")
-    config = os.path.join(vis, "config.py") if os.path.isfile(os.path.join(vis, "config.py")) else None
-    logs = _vis_logs(vis)
-    out = [_LaunchFiles(n[:-5] if n != "scalars.json" else n, os.path.join(vis, n)) for n in logs]
+    out = [_LaunchFiles(n[:-5] if n != "scalars.json" else n, os.path.join(vis, n))
+           for n in _vis_logs(vis)]
     if out:
-        out[-1].config = config
+        out[-1].config = _file(vis, "config.py")
     return out
 
 
-def _work_dir_py(spec: LayoutRun) -> str | None:
-    if spec.sniffs.get("shape") != "work_dir":
+def config_py(folder: str, name: Any) -> str | None:
+    """The config `.py` the Runner dumps in a work dir: `name` when there, else the only `.py`."""
+    if isinstance(name, str) and os.path.isfile(os.path.join(folder, name)):
+        return os.path.join(folder, name)
+    try:
+        pys = [f for f in os.listdir(folder) if f.endswith(".py")]
+    except OSError:
         return None
-    pys = sorted(f for f in os.listdir(spec.path) if f.endswith(".py"))
-    name = os.path.basename(spec.path) + ".py"
-    if name in pys:
-        return os.path.join(spec.path, name)
-    return os.path.join(spec.path, pys[0]) if len(pys) == 1 else None
+    return os.path.join(folder, pys[0]) if len(pys) == 1 else None
 
 
 def _rel(spec: LayoutRun, path: str) -> str:
@@ -162,7 +157,8 @@ def meta(spec: LayoutRun) -> Meta:
             diff = config_differences(first, out.config)
             out.notes.append(f"the launches' config.py differ (first vs last) in {', '.join(diff)}"
                              if diff else "every launch's config.py is the same")
-    elif (py := _work_dir_py(spec)) is not None:
+    elif spec.sniffs.get("shape") == "work_dir" and \
+            (py := config_py(spec.path, os.path.basename(spec.path) + ".py")) is not None:
         out.config, notes = read_py_config_file(py)
         out.notes += notes
         out.notes.append(f"config: the work dir's {os.path.basename(py)} (the Runner dumps it at "
@@ -183,19 +179,16 @@ def meta(spec: LayoutRun) -> Meta:
     spans = []
     for lf in launches:
         if lf.scalars:
-            for a, b, c, _d in scan_steps(lf.scalars, b"step", _is_train_line):
+            for a, b, c in scan_steps(lf.scalars, b"step", _is_train_line):
                 spans.append((a, b, f"{_rel(spec, lf.scalars)} line {c}"))
     out.events = launch_events(spans)
     hooks = out.config.get("default_hooks")
     hook = hooks.get("checkpoint") if isinstance(hooks, dict) else None
     if isinstance(hook, dict) and hook.get("save_best"):
         val_keys = _val_keys(launches)
-        goals, sources, notes = save_best_goals(
-            hook, val_keys,
-            lambda name: name if name in val_keys else f"val/{name}" if f"val/{name}" in val_keys
-            else None, "mmengine CheckpointHook (config default_hooks.checkpoint)")
-        out.goals, out.goal_sources = goals, sources
-        out.notes += notes
+        save_best_goals(out, hook, val_keys, lambda name: name if name in val_keys else
+                        f"val/{name}" if f"val/{name}" in val_keys else None,
+                        "mmengine CheckpointHook (config default_hooks.checkpoint)")
     return out
 
 
@@ -212,13 +205,8 @@ def _val_keys(launches: list[_LaunchFiles]) -> list[str]:
 
 
 def _mmengine_version(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(16384)
-    except OSError:
-        return None
-    m = re.search(r"^\s*MMEngine: (\S+)", head, re.M)
-    return m.group(1) if m else None
+    m = re.search(rb"^\s*MMEngine: (\S+)", read_head(path, 16384), re.M)
+    return m.group(1).decode("utf-8", "replace") if m else None
 
 
 def _status(spec: LayoutRun, out: Meta) -> None:
@@ -227,11 +215,7 @@ def _status(spec: LayoutRun, out: Meta) -> None:
     path = os.path.join(spec.path, "last_checkpoint")
     if not os.path.isfile(path):
         return
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            name = os.path.basename(fh.read(4096).strip())
-    except OSError:
-        return
+    name = os.path.basename(read_head(path, 4096).decode("utf-8", "replace").strip())
     out.meta["last_checkpoint"] = name
     m = re.match(r"^(epoch|iter)_(\d+)\.pth$", name)
     train_cfg = out.config.get("train_cfg")
@@ -259,7 +243,6 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     launches: list[Launch] = []
     sources: list[str] = []  # the file each launch came from (relative)
-    spans: list[str] = []
     axis_of: dict[str, str] = {}
     axis_conflict: set[str] = set()
     train_keys: set[str] = set()
@@ -276,17 +259,10 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             continue
         rel = _rel(spec, lf.scalars)
         report = JsonLines(rel)
-        segments: list[list[dict[str, Any]]] = [[]]
-        prev: float | None = None
-        for _n, row in json_lines(lf.scalars, report):
-            if not is_number(row.get("step")):
-                no_step += 1
-                continue
-            if _is_train(row):
-                if prev is not None and row["step"] < prev:
-                    segments.append([])  # the step went back: a launch appended to the same file
-                prev = row["step"]
-            segments[-1].append(row)
+        rows = [row for _n, row in json_lines(lf.scalars, report)]
+        stepped = [row for row in rows if is_number(row.get("step"))]
+        no_step += len(rows) - len(stepped)
+        segments = split_launches(stepped, lambda r: r["step"], _is_train) or [[]]
         notes += report.notes()
         for k, rows in enumerate(s for s in segments if s):
             label = lf.label if len(segments) == 1 else f"{lf.label} part {k + 1}"
@@ -302,9 +278,6 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                 val_axes.append(axis)
             if how:
                 degenerate.append(how)
-            steps = [s for k, s, _v in launch.points if not k.startswith("\0")]
-            spans.append(f"{label} ({len(rows)} rows, steps {min(steps):g}–{max(steps):g})"
-                         if steps else f"{label} ({len(rows)} rows)")
     if not launches:
         return rundiff_core.empty_history(), notes
     # name the keys: a val row's time/data_time (and any name a train row has) get `val/`
@@ -324,7 +297,8 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
                 axis_of[key] = "iter"
                 points.append((key, step, value))
         launch.points = points
-    steps, keys, values, dropped, dups, origin = merge_launches(launches, axis_of, origins=True)
+    steps, keys, values, origin, merged = merge_launches(launches, axis_of,
+                                                         "launches of this work dir")
     key_files: dict[str, list[str]] = {}
     for key, i in zip(keys, origin, strict=True):
         if sources[i] not in key_files.setdefault(key, []):
@@ -344,10 +318,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     if axis_conflict:
         notes.append(f"{_some(sorted(axis_conflict))}: launches logged them on different x "
                      "(epoch in some, iteration in others); the last launch's x is assumed")
-    if len(launches) > 1:
-        notes.append(launches_note("launches of this work dir", spans, dropped))
-    if dups:
-        notes.append(f"{dups} step(s) logged twice for a key within a launch; the later value kept")
+    notes += merged
     if no_step:
         notes.append(f"{no_step} row(s) without a numeric step skipped")
     if text_values:
@@ -415,7 +386,53 @@ def _read_launch(rows: list[dict[str, Any]], label: str
                 skipped += 1
                 continue
             launch.points.append((k if train else f"\0{k}\0{axis}", step, float(v)))
-        launch.rows += 1
     if vals and axis == "epoch" and "epoch" not in launch.starts:
         launch.starts["epoch"] = float(vals[0][1]["step"])
+    steps = [s for k, s, _v in launch.points if not k.startswith("\0")]
+    launch.span = f"{label} ({len(rows)} rows" + (f", steps {min(steps):g}–{max(steps):g})"
+                                                  if steps else ")")
     return launch, axis if vals else None, how, skipped
+
+
+# -- declared directions --------------------------------------------------------------------------
+# mmengine's CheckpointHook and mmcv's EvalHook infer a missing `rule` from the key's name:
+_GREATER = ("acc", "top", "ar@", "auc", "precision", "map", "mdice", "miou", "macc", "aacc")
+_LESS = ("loss",)
+
+
+def save_best_goals(out: Meta, hook: Any, metric_keys: list[str], to_key: Any, who: str) -> None:
+    """The goals a hook config declares with `save_best` (+ `rule`, else the framework's own rule
+    by name) into `out`; `to_key(name)` maps the hook's metric name to the history key (None: not
+    logged). `auto` is the first metric the evaluator returned (the first of `metric_keys`)."""
+    if not isinstance(hook, dict) or not hook.get("save_best"):
+        return
+    best = hook["save_best"]
+    best = [best] if isinstance(best, str) else [b for b in best if isinstance(b, str)] \
+        if isinstance(best, list) else []
+    rules = hook.get("rule")
+    rules = [rules] * len(best) if not isinstance(rules, list) else rules
+    for i, name in enumerate(best):
+        rule = rules[i] if i < len(rules) else None
+        auto = name == "auto"
+        if auto:
+            if not metric_keys:
+                continue
+            key = metric_keys[0]
+            metric = key.split("/", 1)[1] if key.startswith("val/") else key
+        else:
+            metric, key = name, to_key(name)
+        if key is None:
+            out.notes.append(f"{who} save_best={name!r}: no such key logged; no direction taken")
+            continue
+        how = f"rule={rule!r}"
+        if rule not in ("greater", "less"):
+            low = metric.lower()
+            rule = "greater" if low in _GREATER else "less" if low in _LESS else \
+                "greater" if any(g in low for g in _GREATER) else \
+                "less" if any(g in low for g in _LESS) else None
+            how = "its rule inferred from the name, as the hook does"
+            if rule is None:
+                continue
+        out.goals[key] = "max" if rule == "greater" else "min"
+        out.goal_sources[key] = (f"{who} save_best={name!r}" + (f" (= {metric})" if auto else "")
+                                 + f", {how}")
