@@ -80,7 +80,7 @@ class Trial:
             return None, None, ["the trial's entry could not be read again"]
         notes: list[str] = []
         config = raw.get("config")
-        if isinstance(config, dict):  # its placeholders are counted by the config's own note
+        if isinstance(config, dict) and not is_blob(config):  # its placeholders are counted by the config's own note
             config = clean(config, Counter())
         else:
             if is_blob(config):
@@ -89,7 +89,7 @@ class Trial:
         src = run if isinstance(run, dict) and "last_result" in run else raw
         last = src.get("last_result")
         counts: Counter[str] = Counter()
-        if isinstance(last, dict):  # its `config` is the trial's again: not a metric, not read
+        if isinstance(last, dict) and not is_blob(last):  # its `config` is the trial's again: not a metric, not read
             last = clean({k: v for k, v in last.items() if k != "config"}, counts)
         else:
             if is_blob(last):
