@@ -123,6 +123,7 @@ _EXPORTS: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "fleet_storage": "fleet.storage",  # the fleet dataset's files, for the parquet: adapter
     "protobuf": "parsing.protobuf",  # the protobuf field scanner of the binary readers
+    "pickled": "parsing.pickled",  # pickles inside JSON, read without unpickling
     "server_probe": "netprobe",  # fail fast on tracking servers: probe, status_error, fail
 }
 
@@ -211,6 +212,7 @@ __all__ = [
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
+    "pickled",
     "protobuf",
     "read_jsonl",
     "read_flat_jsonl",
@@ -297,7 +299,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         history_frame,
         make_history,
     )
-    from .parsing import protobuf
+    from .parsing import pickled, protobuf
     from .parsing.arrow import numeric_column
     from .parsing.codes import factorize
     from .parsing.configfiles import (
