@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "is_opaque": "parsing.opaque",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
+    "read_jsonl_rows": "parsing.jsonl",
+    "last_jsonl_row": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
     "read_flat_jsonl": "parsing.jsonl_numeric",
     "PlainRecord": "plain",  # repr and equality of a record class without @dataclass's start-up cost
@@ -215,6 +217,8 @@ __all__ = [
     "pickled",
     "protobuf",
     "read_jsonl",
+    "read_jsonl_rows",
+    "last_jsonl_row",
     "read_flat_jsonl",
     "number_spans",
     "PlainRecord",
@@ -316,7 +320,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.configjoin import joined_config
     from .parsing.configlines import log_head_config
     from .parsing.fidelity import step_notes
-    from .parsing.jsonl import JsonlResult, read_jsonl
+    from .parsing.jsonl import JsonlResult, last_jsonl_row, read_jsonl, read_jsonl_rows
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
