@@ -155,15 +155,15 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
             if label in labels or "#" in label or not label.strip():
                 label = t.trial_id if t.trial_id and t.trial_id not in labels else f"trial-{t.index}"
             labels.add(label)
-            files = [path] + ([os.path.join(folder, f) for f in (RESULT, PARAMS, PROGRESS, ERROR)
-                               if os.path.isfile(os.path.join(folder, f))] if folder else [])
-            has_history = folder is not None and any(  # the folder holds a history
-                os.path.isfile(os.path.join(folder, f)) for f in (RESULT, PROGRESS))
+            present = [f for f in (RESULT, PARAMS, PROGRESS, ERROR)
+                       if folder and os.path.isfile(os.path.join(folder, f))]
+            has_history = RESULT in present or PROGRESS in present
             where = (f"its folder {dirname}/ beside it" if has_history else
                      f"its folder {dirname}/ beside it, without {RESULT} or {PROGRESS}" if folder
                      else f"trial folder {dirname} not present" if dirname else
                      "no trial folder named in the state")
-            runs.append(LayoutRun(f"{path}#{label}", "raytune", files,
+            runs.append(LayoutRun(f"{path}#{label}", "raytune",
+                                  [path] + [os.path.join(folder, f) for f in present],
                                   f"Ray Tune experiment state: trial {t.trial_id or t.index} in "
                                   f"{name}, {where}",
                                   {"state": path, "trial": t.index, "run_id": t.trial_id or label,

@@ -1,21 +1,14 @@
 """Ray Tune's experiment state, `experiment_state-<date>.json`, read as JSON and nothing else.
 
-The file's shape tells which Ray wrote it (each handled by its structure, never by a version
-string, and said in a note):
-
-- `trial_data`: a list of `[trial JSON, run-metadata JSON]` pairs — Ray 2.x since the trial's
-  run metadata (`last_result`, `num_failures`, …) moved out of the trial's own JSON;
-- `trial_data`: a list of trial JSON strings — early Ray 2.x;
-- `checkpoints`: a list of trial JSON strings — Ray 1.x;
-- `checkpoints`: a list of trial objects — Ray ≤ 0.8.
-
-Beside them `runner_data` (the tuner's own attributes: `_metric`, …) and `stats`. Whatever Ray
-could not write as JSON it wrote as a pickle (`{"_type": "CLOUDPICKLE_FALLBACK", …}`, hex or
-base64 text of one): none is ever unpickled. A trial entry that is one is skipped and counted, a
-value that is one is read by rundiff_core's `pickled` (a numpy scalar as its number, anything
-else `<pickled module.Class>`). A file over `MAX_STATE_BYTES` is not read; a truncated one gives
-the trials complete before the cut. Every problem is one line in the notes. A state is parsed once
-per process (`load`). Pure stdlib.
+Its structure tells which Ray wrote it (never a version string; a note names it): `trial_data`
+of `[trial JSON, run-metadata JSON]` pairs (Ray 2.x, since `last_result`, `num_failures`, …
+moved out of the trial's JSON) or of trial JSON strings (early Ray 2.x); `checkpoints` of trial
+JSON strings (Ray 1.x) or of trial objects (Ray ≤ 0.8); beside them `runner_data` (the tuner's
+`_metric`, …). What Ray could not write as JSON it wrote as a pickle, never unpickled here: a
+trial entry that is one is skipped and counted, a value that is one is read by rundiff_core's
+`pickled` (a numpy scalar as its number, else `<pickled module.Class>`). A file over
+`MAX_STATE_BYTES` is not read; a truncated one gives the trials complete before the cut. Every
+problem is one line in the notes. A state is parsed once per process (`load`). Pure stdlib.
 """
 
 from __future__ import annotations
@@ -45,19 +38,27 @@ class Trial:
     and its raw entry, from which `details()` reads its config and last result when a run is
     read (a cached state keeps the entry's JSON text, not its parsed objects)."""
 
-    __slots__ = ("index", "trial_id", "trainable", "name", "status", "dirnames", "experiment_tag",
-                 "meta", "_src")
+    __slots__ = ("index", "trial_id", "name", "status", "dirnames", "meta", "_src")
 
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.trial_id: str | None = None
-        self.trainable: str | None = None
-        self.name = ""
-        self.status: str | None = None
-        self.dirnames: list[str] = []  # where the trial folder may be, relative to the state file
-        self.experiment_tag: str | None = None
+    def __init__(self, index: int, raw: dict[str, Any], runtime: dict[str, Any] | None,
+                 src: tuple[Any, Any]) -> None:
+        self.index, self._src = index, src
+        self.trial_id = _ident(raw.get("trial_id"))
+        self.status = raw["status"] if isinstance(raw.get("status"), str) else None
         self.meta: dict[str, Any] = {}
-        self._src: tuple[Any, Any] = (None, None)
+        for k in _META_KEYS:
+            for where in (runtime or {}, raw):
+                v = where.get(k)
+                if isinstance(v, str | int | float) and not isinstance(v, bool) and v != "" \
+                        and not is_blob(v):
+                    self.meta.setdefault(k, v)
+        params = raw.get("evaluated_params")
+        if isinstance(params, dict) and params:
+            self.meta["evaluated_params"] = clean(params, Counter())
+        # where the trial folder may be, relative to the state file
+        self.dirnames = [v.strip() for k in _DIR_KEYS if isinstance(v := raw.get(k), str)
+                         and v.strip() and not is_blob(v)]
+        self.name = _trial_name(index, self.trial_id, raw)
 
     @property
     def key(self) -> str:
@@ -237,22 +238,19 @@ def _salvage(text: str) -> tuple[str, list[Any]] | None:
 
 def _decode(entry: Any) -> tuple[str, Any]:
     """(kind, value) of one trial entry or run-metadata entry: ("json", dict) for a JSON string
-    of an object, ("object", dict) for an object, ("blob", None) for a pickle, ("bad", None)."""
-    if is_blob(entry):
-        return "blob", None
-    if isinstance(entry, dict):
-        return "object", entry
-    if isinstance(entry, str):
+    of an object, ("object", dict) for an object, ("blob", None) for a pickle, ("bad", None) or
+    ("deep", None) for what cannot be read."""
+    kind = "object"
+    if isinstance(entry, str) and not is_blob(entry):
         try:
-            got = json.loads(entry)
+            entry, kind = json.loads(entry), "json"
         except RecursionError:
             return "deep", None
         except ValueError:
             return "bad", None
-        if is_blob(got):
-            return "blob", None
-        return ("json", got) if isinstance(got, dict) else ("bad", None)
-    return "bad", None
+    if is_blob(entry):
+        return "blob", None
+    return (kind, entry) if isinstance(entry, dict) else ("bad", None)
 
 
 def _read_entries(state: State, key: str, entries: list[Any]) -> None:
@@ -272,9 +270,8 @@ def _read_entries(state: State, key: str, entries: list[Any]) -> None:
         kinds[kind] += 1
         if trial is None:
             continue
-        t = _trial(index, trial, runtime)
-        t._src = (first, entry[1] if runtime is not None else None)
-        state.trials.append(t)
+        state.trials.append(Trial(index, trial, runtime,
+                                  (first, entry[1] if runtime is not None else None)))
     state.structure = _structure(key, kinds)
     parts = [f"{state.name}: {state.structure}; {len(state.trials)} trial(s)"]
     parts += [f"{kinds[kind]} {said}" for kind, said in _SKIPPED if kinds[kind]]
@@ -307,48 +304,25 @@ _META_KEYS = ("experiment_tag", "num_failures", "start_time", "error_msg", "erro
               "error_filename", "max_failures", "trainable_name", "custom_trial_name")
 
 
-def _trial(index: int, raw: dict[str, Any], runtime: dict[str, Any] | None) -> Trial:
-    t = Trial(index)
-    t.trial_id, t.experiment_tag = _ident(raw.get("trial_id")), _ident(raw.get("experiment_tag"))
-    trainable = raw.get("trainable_name")
-    t.trainable = trainable if isinstance(trainable, str) and trainable else None
-    status = raw.get("status")
-    t.status = status if isinstance(status, str) else None
-    for k in _META_KEYS:
-        for where in (runtime or {}, raw):
-            v = where.get(k)
-            if isinstance(v, str | int | float) and not isinstance(v, bool) and v != "" \
-                    and not is_blob(v):
-                t.meta.setdefault(k, v)
-    params = raw.get("evaluated_params")
-    if isinstance(params, dict) and params:
-        t.meta["evaluated_params"] = clean(params, Counter())
-    for k in _DIR_KEYS:
-        v = raw.get(k)
-        if isinstance(v, str) and v.strip() and not is_blob(v):
-            t.dirnames.append(v.strip())
-    config = raw.get("config")
-    env = config.get("env") if isinstance(config, dict) else None
-    t.name = trial_name(t, raw, pickled.placeholder(env) if is_blob(env) else env)
-    return t
-
-
 def _ident(v: Any) -> str | None:
     return str(v) if isinstance(v, str | int) and not isinstance(v, bool) and str(v) else None
 
 
-def trial_name(t: Trial, raw: dict[str, Any], env: Any = None) -> str:
+def _trial_name(index: int, trial_id: str | None, raw: dict[str, Any]) -> str:
     """How Ray names the trial (`str(trial)`): its `custom_trial_name`, else
     `<trainable>[_<env>]_<trial_id>` (Ray ≤ 0.8: `_<experiment_tag>`), `/` made `_`."""
     custom = raw.get("custom_trial_name")
     if isinstance(custom, str) and custom.strip():
         return custom.strip().replace("/", "_")
-    ident = t.trainable or "trial"
+    trainable = raw.get("trainable_name")
+    ident = trainable if isinstance(trainable, str) and trainable else "trial"
+    env = raw["config"].get("env") if isinstance(raw.get("config"), dict) else None
+    env = pickled.placeholder(env) if is_blob(env) else env
     if isinstance(env, str) and env:
         if env.startswith("<pickled ") and env.endswith(">"):
             env = env[len("<pickled "):-1].rsplit(".", 1)[-1]  # a class: Ray uses its __name__
         ident += "_" + env
-    tail = t.trial_id or t.experiment_tag or str(t.index)
+    tail = trial_id or _ident(raw.get("experiment_tag")) or str(index)
     return f"{ident}_{tail}".replace("/", "_")
 
 
