@@ -16,7 +16,7 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
-from ..sniff import read_table, records_columns, sniff_table, to_long
+from ..sniff import read_head, read_table, records_columns, sniff_table, to_long
 from . import raytune_state
 from .common import Meta, read_json, subdirs
 
@@ -233,11 +233,10 @@ def _trial_history(folder: str):  # noqa: ANN202 - (frame, notes)
     if flags:
         skipped.append(f"{', '.join(f'`{f}`' for f in flags[:3])} (true/false → status)")
     if texts:
-        skipped.append(f"{len(texts)} text field(s) ({', '.join(texts[:4])}"
-                       f"{'…' if len(texts) > 4 else ''})")
+        skipped.append(f"{len(texts)} text field(s) ({', '.join(texts[:4])}{'…' * (len(texts) > 4)})")
     if lists:
-        skipped.append(f"{len(lists)} list field(s) ({', '.join(lists[:3])}"
-                       f"{'…' if len(lists) > 3 else ''}: lists are not series)")
+        skipped.append(f"{len(lists)} list field(s) ({', '.join(lists[:3])}{'…' * (len(lists) > 3)}: "
+                       "lists are not series)")
     notes += more_notes + [f"{RESULT}: {len(rows)} row(s); nested dicts flattened with `/` (info/…, "
                            f"sampler_results/…); not metrics: {'; '.join(skipped)}"]
     if os.path.isfile(progress):
@@ -289,28 +288,20 @@ def _declare(state: raytune_state.State, out: Meta, prefix: str = "") -> None:
 def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None:
     """What the experiment folder says about the trial folder `trial`: its entry in the newest
     experiment_state-*.json that lists it, and the tuner's metric/mode (goals only when both are
-    there). Pickles under `.json` names (Ray 2.x's `basic-variant-state-*.json`, any state file)
-    are named in a note and skipped."""
+    there). Ray 2.x's `basic-variant-state-*.json`, pickles under a `.json` name, are named in a
+    note and skipped (a state file that is one says so too)."""
     try:
         names = sorted(os.listdir(parent))
     except OSError:
         return None
-    skip: set[str] = set()
     for n in names:
-        if not (_VARIANT.match(n) or _STATE.match(n)):
-            continue
-        try:
-            with open(os.path.join(parent, n), "rb") as fh:
-                head = fh.read(2)
-        except OSError:  # unreadable (permissions, vanished), a folder: nothing to say
-            skip.add(n)
-            continue
-        if head in raytune_state.PICKLE_MAGIC:
-            skip.add(n)
+        if _VARIANT.match(n) and (head := read_head(os.path.join(parent, n), 2)) in \
+                raytune_state.PICKLE_MAGIC:
             out.notes.append(f"../{n}: a pickle despite its .json name (starts {head.hex(' ')}); "
                              "not unpickled, skipped")
     found = None
-    for n in reversed([n for n in names if _STATE.match(n) and n not in skip]):  # newest first
+    for n in reversed([n for n in names if _STATE.match(n)  # newest launch first
+                       and os.path.isfile(os.path.join(parent, n))]):
         state = raytune_state.load(os.path.join(parent, n))
         if state.damaged:
             out.notes += [f"../{note}" for note in state.notes]
@@ -407,7 +398,7 @@ def _state_meta(spec: LayoutRun) -> Meta:
     out.meta["tune_state_file"] = os.path.basename(path)
     out.notes += state.notes
     index = spec.sniffs.get("trial")
-    t = next((t for t in state.trials if t.index == index), None) if index is not None else None
+    t = next((t for t in state.trials if t.index == index), None)  # None: no trial was read
     if t is None:
         if index is not None:
             out.notes.append(f"{state.name}: trial entry {index} not found (the file changed since "
