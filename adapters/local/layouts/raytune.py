@@ -314,17 +314,18 @@ def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None
     return found
 
 
-def _status(out: Meta, tune: str | None, error_file: bool, last: dict[str, Any] | None,
+def _status(out: Meta, tune: str | None, error_note: str | None, last: dict[str, Any] | None,
             source: str) -> None:
     """The status from a trial's folder (`error.txt`, the last row's `done`) and the state's
     word for it: error.txt is a crash unless the state says TERMINATED (a failure Ray retried
     past, `max_failures`); `done: true` is finished; else the state's TERMINATED/ERROR/RUNNING;
-    else unknown."""
-    if error_file and tune == "TERMINATED":
+    else unknown. error.txt's note first."""
+    out.notes += [error_note] if error_note else []
+    if error_note and tune == "TERMINATED":
         out.status = "finished"
         out.notes.append(f"{source} says TERMINATED: {ERROR} is from a failure Ray retried past "
                          "→ status finished")
-    elif error_file:
+    elif error_note:
         out.status = "crashed"
     elif (last or {}).get("done") is True:
         out.status = "finished"
@@ -379,9 +380,7 @@ def meta(spec: LayoutRun) -> Meta:
     error_note, last, tail = _folder_meta(spec.path, spec.files, out)
     t = experiment(os.path.dirname(spec.path), spec.path, out)
     tune = t.status if t else None
-    if error_note:
-        out.notes.append(error_note)
-    _status(out, tune, error_note is not None, last, "the experiment state")
+    _status(out, tune, error_note, last, "the experiment state")
     if out.status == "unknown" and last is not None and tune is None:
         out.notes.append(f"status unknown: the last {RESULT} row has done: false, no {ERROR}")
     out.notes += tail
@@ -457,9 +456,7 @@ def _state_meta(spec: LayoutRun) -> Meta:
     out.meta.update({k: v for k, v in t.meta.items() if k not in out.meta})
     out.meta.update({**({"trial_id": t.trial_id} if t.trial_id else {}), "tune_trial_name": t.name,
                      **({"tune_status": t.status} if t.status else {})})
-    if error_note:
-        out.notes.append(error_note)
-    _status(out, t.status, error_note is not None, folder_last, state.name)
+    _status(out, t.status, error_note, folder_last, state.name)
     out.notes.append(f"{state.name}: trial status {t.status} → status {out.status}" + (
         " (as of when the state was saved)" if t.status == "RUNNING" else
         " (not started when the state was saved)" if t.status == "PENDING" else "")
