@@ -89,6 +89,8 @@ _EXPORTS: dict[str, str] = {
     "JsonLines": "parsing.jsonl",  # a JSON-lines file line by line, each kind of damage counted
     "json_lines": "parsing.jsonl",
     "first_json_object": "parsing.jsonl",
+    "read_jsonl_rows": "parsing.jsonl",
+    "last_jsonl_row": "parsing.jsonl",
     "FlatJsonl": "parsing.jsonl_numeric",
     "read_flat_jsonl": "parsing.jsonl_numeric",
     "PlainRecord": "plain",  # repr and equality of a record class without @dataclass's start-up cost
@@ -130,6 +132,7 @@ _EXPORTS: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "fleet_storage": "fleet.storage",  # the fleet dataset's files, for the parquet: adapter
     "protobuf": "parsing.protobuf",  # the protobuf field scanner of the binary readers
+    "pickled": "parsing.pickled",  # pickles inside JSON, read without unpickling
     "server_probe": "netprobe",  # fail fast on tracking servers: probe, status_error, fail
 }
 
@@ -221,11 +224,14 @@ __all__ = [
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
+    "pickled",
     "protobuf",
     "read_jsonl",
     "JsonLines",
     "json_lines",
     "first_json_object",
+    "read_jsonl_rows",
+    "last_jsonl_row",
     "read_flat_jsonl",
     "number_spans",
     "PlainRecord",
@@ -310,7 +316,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         history_frame,
         make_history,
     )
-    from .parsing import protobuf
+    from .parsing import pickled, protobuf
     from .parsing.arrow import numeric_column
     from .parsing.codes import factorize
     from .parsing.configfiles import (
@@ -327,7 +333,15 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.configjoin import joined_config
     from .parsing.configlines import log_head_config
     from .parsing.fidelity import step_notes
-    from .parsing.jsonl import JsonLines, JsonlResult, first_json_object, json_lines, read_jsonl
+    from .parsing.jsonl import (
+        JsonLines,
+        JsonlResult,
+        first_json_object,
+        json_lines,
+        last_jsonl_row,
+        read_jsonl,
+        read_jsonl_rows,
+    )
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns

@@ -53,8 +53,9 @@ def torn_tail_cut(raw: memoryview | bytes, name: str, notes: list[str]) -> int:
     if n == 0 or raw[n - 1 : n] == b"\n":
         return n
     start = max(0, n - (1 << 20))
-    window = bytes(raw[start:n])
-    nl = window.rfind(b"\n")
+    nl = bytes(raw[start:n]).rfind(b"\n")
+    if nl < 0 and start > 0:  # a last line longer than the window: its start is further back
+        start, nl = 0, bytes(raw[:n]).rfind(b"\n")
     cut = start + nl + 1 if nl >= 0 else 0
     tail = bytes(raw[cut:n])
     if not tail.strip():
@@ -143,13 +144,59 @@ def read_jsonl(path: str, *, name: str | None = None) -> JsonlResult:
             return result
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    report = JsonLines(label)  # the rare file pyarrow refuses: line by line, damage counted
-    source = io.BytesIO(raw if cut == len(raw) else raw[:cut])  # the bytes read, not a re-read
-    result.rows = [obj for _n, obj in json_lines(source, report)]
-    result.skipped_lines = sorted(report.bad + report.not_objects + report.too_long)
-    if result.skipped_lines:
-        result.notes.append(corrupt_lines_note(label, result.skipped_lines))
+    result.rows, result.skipped_lines = _rows_of(raw, cut, label, result.notes)
     return result
+
+
+def _rows_of(raw: bytes, cut: int, label: str, notes: list[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The JSON objects of `raw[:cut]`, line by line (`json_lines` on the bytes already read),
+    and the numbers of the lines that are none, counted in one note."""
+    report = JsonLines(label)
+    rows = [obj for _n, obj in json_lines(io.BytesIO(raw if cut == len(raw) else raw[:cut]), report)]
+    skipped = sorted(report.bad + report.not_objects + report.too_long)
+    if skipped:
+        notes.append(corrupt_lines_note(label, skipped))
+    return rows, skipped
+
+
+def read_jsonl_rows(path: str, *, name: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every JSON-object line of a file as a dict, json.loads per line (no pyarrow: for a reader
+    that wants the rows themselves), and the notes: a torn last line, corrupt lines, an unreadable
+    file."""
+    label = name or path
+    notes: list[str] = []
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        return [], [f"{label}: unreadable ({exc.strerror}); skipped"]
+    cut = torn_tail_cut(raw, label, notes)
+    return _rows_of(raw, cut, label, notes)[0], notes
+
+
+def last_jsonl_row(path: str) -> dict[str, Any] | None:
+    """The last complete JSON-object line of a file, read from its tail (a window that grows
+    until it holds one): what a reader wants for a summary without the whole history."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            window = 1 << 18
+            while True:
+                start = max(0, size - window)
+                fh.seek(start)
+                lines = [ln for ln in fh.read(size - start).split(b"\n") if ln.strip()]
+                for line in reversed(lines[1:] if start > 0 else lines):  # the first may be cut
+                    try:
+                        obj = json.loads(line)
+                    except (ValueError, RecursionError):
+                        continue
+                    if isinstance(obj, dict):
+                        return obj
+                if start == 0:
+                    return None
+                window *= 4
+    except OSError:
+        return None
 
 
 def _first_seen_order(table: Any) -> Any:

@@ -9,7 +9,6 @@ last result; a state file given alone is one run per trial it lists."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -17,14 +16,11 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
 
-from ..sniff import read_table, records_columns, sniff_table, to_long
+from ..sniff import read_head, read_table, records_columns, sniff_table, to_long
 from . import raytune_state
-from .common import Meta, read_json
+from .common import Meta, read_json, subdirs
 
-RESULT = "result.json"
-PARAMS = "params.json"
-PROGRESS = "progress.csv"
-ERROR = "error.txt"
+RESULT, PARAMS, PROGRESS, ERROR = "result.json", "params.json", "progress.csv", "error.txt"
 X = "training_iteration"
 #: Keys of a result row that are not metrics: the trial's config (params.json holds it) and the
 #: process id (Ray's own TensorBoard logger drops these too); `timestamp` becomes the wall time.
@@ -34,17 +30,9 @@ SUMMARY_KEYS = ("training_iteration", "timesteps_total", "time_total_s", "episod
 #: What a state run's summary leaves out of `last_result` besides non-numbers (as the history
 #: does: `timestamp` is its wall time).
 NOT_SUMMARY = (*NOT_METRICS, "timestamp")
-MAX_STATE_BYTES = raytune_state.MAX_STATE_BYTES  # an experiment_state file larger than this is not parsed
-_PICKLE = raytune_state.PICKLE_MAGIC
 _STATE = raytune_state.STATE_NAME
 _VARIANT = re.compile(r"^basic-variant-state-.*\.json$")
-
-
-def _progress_is_tune(folder: LayoutFolder) -> bool:
-    """progress.csv's header names Tune's own columns (the header line, within 8 KiB)."""
-    header = folder.head(PROGRESS, 8192).split(b"\n", 1)[0]
-    cols = {c.strip().strip(b'"') for c in header.split(b",")}
-    return {b"training_iteration", b"time_total_s"} <= cols
+_TUNE_STATUS = {"TERMINATED": "finished", "ERROR": "crashed", "RUNNING": "running"}
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -81,7 +69,8 @@ def _claim_trial(folder: LayoutFolder) -> Claimed | None:
         if head and not head.startswith(b"{"):
             return None
         parts = [RESULT + (" (empty)" if not head else ""), PARAMS]
-    elif folder.has(PROGRESS) and _progress_is_tune(folder):
+    elif folder.has(PROGRESS) and {b"training_iteration", b"time_total_s"} <= {  # Tune's columns
+            c.strip().strip(b'"') for c in folder.head(PROGRESS, 8192).split(b"\n", 1)[0].split(b",")}:
         parts = [f"no {RESULT}", PARAMS]
     else:
         return None
@@ -96,19 +85,6 @@ def _claim_trial(folder: LayoutFolder) -> Claimed | None:
 
 
 # -- the experiment state's trials -----------------------------------------------------------------
-
-
-def _subdirs(path: str) -> list[str]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(e.name for e in it if e.is_dir() and not e.name.startswith("."))
-    except OSError:
-        return []
-
-
-def _is_trial_dir(path: str) -> bool:
-    """The folder holds a history: result.json or progress.csv."""
-    return os.path.isfile(os.path.join(path, RESULT)) or os.path.isfile(os.path.join(path, PROGRESS))
 
 
 def _claimed_alone(path: str) -> bool:
@@ -137,12 +113,15 @@ def trial_folder(exp: str, trial: raytune_state.Trial, dirs: list[str]) -> tuple
             path = os.path.join(exp, cand)
             if cand and os.path.isdir(path):
                 return path, cand
-    tid = trial.trial_id
-    for d in dirs:
-        if d.startswith(trial.name + "_") or d == trial.name or (
-                tid and len(tid) >= 5 and (f"_{tid}_" in d or d.endswith(f"_{tid}"))):
-            return os.path.join(exp, d), d
-    return None, wanted
+    d = next((d for d in dirs if _ray_named(trial, d)), None)
+    return (os.path.join(exp, d), d) if d is not None else (None, wanted)
+
+
+def _ray_named(t: raytune_state.Trial, d: str) -> bool:
+    """`d` is named as Ray names trial `t`'s folder: `<trial name>_…`, or holding `_<trial_id>_`."""
+    tid = t.trial_id
+    return d.startswith(t.name + "_") or d == t.name or bool(
+        tid and len(tid) >= 5 and (f"_{tid}_" in d or d.endswith(f"_{tid}")))
 
 
 def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
@@ -152,7 +131,7 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
     not claim as a trial of its own, each once (the newest state listing it), and a state file
     no trial can be read from only when the folder has no sub-folders; else (a file given
     alone) every trial."""
-    subs = _subdirs(exp) if dirs is None else sorted(d for d in dirs if not d.startswith("."))
+    subs = sorted(d for d in (subdirs(exp) if dirs is None else dirs) if not d.startswith("."))
     runs: list[LayoutRun] = []
     seen: set[str] = set()
     for name in sorted(names, reverse=True):
@@ -176,14 +155,15 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
             if label in labels or "#" in label or not label.strip():
                 label = t.trial_id if t.trial_id and t.trial_id not in labels else f"trial-{t.index}"
             labels.add(label)
-            files = [path] + ([os.path.join(folder, f) for f in (RESULT, PARAMS, PROGRESS, ERROR)
-                               if os.path.isfile(os.path.join(folder, f))] if folder else [])
-            has_history = folder is not None and _is_trial_dir(folder)
+            present = [f for f in (RESULT, PARAMS, PROGRESS, ERROR)
+                       if folder and os.path.isfile(os.path.join(folder, f))]
+            has_history = RESULT in present or PROGRESS in present
             where = (f"its folder {dirname}/ beside it" if has_history else
                      f"its folder {dirname}/ beside it, without {RESULT} or {PROGRESS}" if folder
                      else f"trial folder {dirname} not present" if dirname else
                      "no trial folder named in the state")
-            runs.append(LayoutRun(f"{path}#{label}", "raytune", files,
+            runs.append(LayoutRun(f"{path}#{label}", "raytune",
+                                  [path] + [os.path.join(folder, f) for f in present],
                                   f"Ray Tune experiment state: trial {t.trial_id or t.index} in "
                                   f"{name}, {where}",
                                   {"state": path, "trial": t.index, "run_id": t.trial_id or label,
@@ -195,90 +175,42 @@ def state_runs(exp: str, names: list[str], dirs: list[str] | None, *,
 # -- reading result.json ---------------------------------------------------------------------------
 
 
-def read_rows(path: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every row of a result.json, parsed line by line (Python's json takes Ray's bare `NaN` and
-    `Infinity` tokens); corrupt lines and a torn last line are counted in the notes."""
-    notes: list[str] = []
-    name = os.path.basename(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        return [], [f"{name}: unreadable ({exc.strerror}); skipped"]
-    rows: list[dict[str, Any]] = []
-    bad: list[int] = []
-    lines = raw.split(b"\n")
-    torn = bool(lines and lines[-1].strip())  # no newline after the last row
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            if torn and i == len(lines):
-                notes.append(f"{name}: truncated last line {i} ({len(line)} bytes) skipped — the "
-                             "trial is probably still running")
-            else:
-                bad.append(i)
-            continue
-        if isinstance(obj, dict):
-            rows.append(obj)
-        else:
-            bad.append(i)
-    if bad:
-        shown = ", ".join(map(str, bad[:5])) + ("…" if len(bad) > 5 else "")
-        notes.append(f"{name}: {len(bad)} corrupt line(s) skipped (line {shown})")
-    return rows, notes
-
-
-def last_row(path: str) -> dict[str, Any] | None:
-    """The last complete row of a result.json, read from the file's tail."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            window = 1 << 18
-            while True:
-                start = max(0, size - window)
-                fh.seek(start)
-                tail = fh.read(size - start)
-                lines = [ln for ln in tail.split(b"\n") if ln.strip()]
-                complete = lines[1:] if start > 0 else lines  # the first may be cut by the window
-                for line in reversed(complete):
-                    try:
-                        obj = json.loads(line)
-                    except (ValueError, RecursionError):
-                        continue
-                    if isinstance(obj, dict):
-                        return obj
-                if start == 0:
-                    return None
-                window *= 4
-    except OSError:
-        return None
-
-
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _fields(row: dict[str, Any], drop: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The numbers of a result row (nested dicts joined with `/`: the history's keys), and its
+    other fields (None and {}, custom_metrics before any, are nothing)."""
+    numbers: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for k, v in flatten({k: v for k, v in row.items() if k not in drop}, sep="/").items():
+        if _is_number(v):
+            numbers[k] = v
+        elif v is not None and v != {}:
+            other[k] = v
+    return numbers, other
+
+
 def history(spec: LayoutRun):  # noqa: ANN201 - (frame, notes)
-    if "state" in spec.sniffs:  # a trial of an experiment_state file
-        folder = spec.sniffs.get("trial_dir")
-        if folder:
-            frame, notes = _trial_history(folder)
-            return frame, [f"history from the trial folder {spec.sniffs.get('trial_dirname')}/"] + notes
-        if spec.sniffs.get("trial") is None:
-            return rundiff_core.empty_history(), ["no points: no trial read from the state file"]
-        return rundiff_core.empty_history(), [
-            "no points: the trial's folder is not here (see the notes above); the state file's "
-            "last_result is the summary"]
-    return _trial_history(spec.path)
+    if "state" not in spec.sniffs:
+        return _trial_history(spec.path)
+    folder = spec.sniffs.get("trial_dir")  # a trial of an experiment_state file
+    if folder:
+        frame, notes = _trial_history(folder)
+        return frame, [f"history from the trial folder {spec.sniffs.get('trial_dirname')}/"] + notes
+    return rundiff_core.empty_history(), [
+        "no points: no trial read from the state file" if spec.sniffs.get("trial") is None else
+        "no points: the trial's folder is not here (see the notes above); the state file's "
+        "last_result is the summary"]
 
 
 def _trial_history(folder: str):  # noqa: ANN202 - (frame, notes)
-    result = os.path.join(folder, RESULT)
-    progress = os.path.join(folder, PROGRESS)
-    rows, notes = read_rows(result) if os.path.isfile(result) else ([], [])
+    """result.json's rows (json.loads per line: Ray writes bare `NaN`/`Infinity` tokens), their
+    numbers the history; progress.csv only when result.json holds no row."""
+    result, progress = os.path.join(folder, RESULT), os.path.join(folder, PROGRESS)
+    rows, notes = rundiff_core.read_jsonl_rows(result, name=RESULT) if os.path.isfile(result) \
+        else ([], [])
     if not rows:
         why = (f"no {RESULT}" if not os.path.isfile(result) else f"{RESULT} is empty (0 bytes)"
                if os.path.getsize(result) == 0 else f"{RESULT} holds no result row")
@@ -288,37 +220,25 @@ def _trial_history(folder: str):  # noqa: ANN202 - (frame, notes)
         return rundiff_core.empty_history(), notes + [
             f"{why}: the trial reported no result" + (f" (see {ERROR})" if os.path.isfile(
                 os.path.join(folder, ERROR)) else "") + "; no points"]
-    flat_rows: list[dict[str, float]] = []
-    texts: dict[str, None] = {}
-    lists: dict[str, None] = {}
-    flags: dict[str, None] = {}
+    flat_rows: list[dict[str, Any]] = []
+    other: dict[tuple[type, str], None] = {}  # (type, key) of the fields that are no series
     for row in rows:
-        out: dict[str, float] = {}
-        for k, v in flatten({k: v for k, v in row.items() if k not in NOT_METRICS},
-                            sep="/").items():
-            if _is_number(v):
-                out[k] = v
-            elif isinstance(v, bool):
-                flags[k] = None
-            elif isinstance(v, list | tuple):
-                lists[k] = None
-            elif isinstance(v, str):
-                texts[k] = None
-            # None and empty dicts ({} for custom_metrics before any) are no points
-        flat_rows.append(out)
-    cols = records_columns(flat_rows)
-    frame, more = to_long(cols, RESULT, step=X, described="JSON lines (one row per iteration)")
+        numbers, more = _fields(row, NOT_METRICS)
+        flat_rows.append(numbers)
+        other.update(dict.fromkeys((type(v), k) for k, v in more.items()))
+    flags, texts, lists = ([k for t, k in other if t is kind] for kind in (bool, str, list))
+    frame, more_notes = to_long(records_columns(flat_rows), RESULT, step=X,
+                                described="JSON lines (one row per iteration)")
     skipped = [f"`config` (→ config from {PARAMS})", "`pid`"]
     if flags:
-        skipped.append(f"{', '.join(f'`{f}`' for f in list(flags)[:3])} (true/false → status)")
+        skipped.append(f"{', '.join(f'`{f}`' for f in flags[:3])} (true/false → status)")
     if texts:
-        skipped.append(f"{len(texts)} text field(s) ({', '.join(list(texts)[:4])}"
-                       f"{'…' if len(texts) > 4 else ''})")
+        skipped.append(f"{len(texts)} text field(s) ({', '.join(texts[:4])}{'…' * (len(texts) > 4)})")
     if lists:
-        skipped.append(f"{len(lists)} list field(s) ({', '.join(list(lists)[:3])}"
-                       f"{'…' if len(lists) > 3 else ''}: lists are not series)")
-    notes += more + [f"{RESULT}: {len(rows)} row(s); nested dicts flattened with `/` (info/…, "
-                     f"sampler_results/…); not metrics: {'; '.join(skipped)}"]
+        skipped.append(f"{len(lists)} list field(s) ({', '.join(lists[:3])}{'…' * (len(lists) > 3)}: "
+                       "lists are not series)")
+    notes += more_notes + [f"{RESULT}: {len(rows)} row(s); nested dicts flattened with `/` (info/…, "
+                           f"sampler_results/…); not metrics: {'; '.join(skipped)}"]
     if os.path.isfile(progress):
         notes.append(f"{PROGRESS}: the same rows as CSV; not read again ({RESULT} preferred)")
     return frame, notes
@@ -339,37 +259,13 @@ def _error_line(path: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-_TUNE_STATUS = {"TERMINATED": "finished", "ERROR": "crashed", "RUNNING": "running"}
-
-
 def _matches(t: raytune_state.Trial, folder: str) -> bool:
     """The state's trial `t` is the trial of `folder` (by the folder names the state gives, else
-    by Ray's folder naming: `<trial name>_…` or `_<trial_id>_`)."""
+    by Ray's folder naming)."""
     base = os.path.basename(os.path.normpath(folder))
-    for d in t.dirnames:
-        if d.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] == base:
-            return True
     if t.dirnames:
-        return False
-    tid = t.trial_id
-    return base.startswith(t.name + "_") or bool(
-        tid and len(tid) >= 5 and (f"_{tid}_" in base or base.endswith(f"_{tid}")))
-
-
-def _pickled_neighbours(parent: str, names: list[str], out: Meta) -> None:
-    """Ray 2.x's `basic-variant-state-*.json` (and any state file) that are pickles despite
-    their .json name: named in a note, never read."""
-    for n in names:
-        if not (_VARIANT.match(n) or _STATE.match(n)):
-            continue
-        try:
-            with open(os.path.join(parent, n), "rb") as fh:
-                head = fh.read(2)
-        except OSError:
-            continue
-        if head in _PICKLE:
-            out.notes.append(f"../{n}: a pickle despite its .json name (starts {head.hex(' ')}); "
-                             "not unpickled, skipped")
+        return any(d.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] == base for d in t.dirnames)
+    return _ray_named(t, base)
 
 
 def _declare(state: raytune_state.State, out: Meta, prefix: str = "") -> None:
@@ -392,75 +288,66 @@ def _declare(state: raytune_state.State, out: Meta, prefix: str = "") -> None:
 def experiment(parent: str, trial: str, out: Meta) -> raytune_state.Trial | None:
     """What the experiment folder says about the trial folder `trial`: its entry in the newest
     experiment_state-*.json that lists it, and the tuner's metric/mode (goals only when both are
-    there). Pickles under `.json` names are named in a note and skipped."""
+    there). Ray 2.x's `basic-variant-state-*.json`, pickles under a `.json` name, are named in a
+    note and skipped (a state file that is one says so too)."""
     try:
         names = sorted(os.listdir(parent))
     except OSError:
         return None
-    _pickled_neighbours(parent, names, out)
+    for n in names:
+        if _VARIANT.match(n) and (head := read_head(os.path.join(parent, n), 2)) in \
+                raytune_state.PICKLE_MAGIC:
+            out.notes.append(f"../{n}: a pickle despite its .json name (starts {head.hex(' ')}); "
+                             "not unpickled, skipped")
     found = None
-    for n in reversed([n for n in names if _STATE.match(n)]):  # newest launch first
-        path = os.path.join(parent, n)
-        if not os.path.isfile(path):
-            continue
-        try:
-            with open(path, "rb") as fh:
-                if fh.read(2) in _PICKLE:
-                    continue  # said above
-        except OSError:
-            continue  # unreadable (permissions, vanished): nothing to say about the trial
-        state = raytune_state.load(path)
+    for n in reversed([n for n in names if _STATE.match(n)  # newest launch first
+                       and os.path.isfile(os.path.join(parent, n))]):
+        state = raytune_state.load(os.path.join(parent, n))
         if state.damaged:
             out.notes += [f"../{note}" for note in state.notes]
         _declare(state, out, "../")
-        if found is None:
-            mine = [t for t in state.trials if _matches(t, trial)]
-            if mine:
-                found = mine[-1]
-                if found.status:
-                    out.notes.append(f"../{n}: trial status {found.status}")
+        mine = [t for t in state.trials if _matches(t, trial)] if found is None else []
+        if mine:
+            found = mine[-1]
+            if found.status:
+                out.notes.append(f"../{n}: trial status {found.status}")
     return found
 
 
-def _status(out: Meta, tune: str | None, error_file: bool, done: bool, source: str) -> None:
+def _status(out: Meta, tune: str | None, error_note: str | None, last: dict[str, Any] | None,
+            source: str) -> None:
     """The status from a trial's folder (`error.txt`, the last row's `done`) and the state's
     word for it: error.txt is a crash unless the state says TERMINATED (a failure Ray retried
     past, `max_failures`); `done: true` is finished; else the state's TERMINATED/ERROR/RUNNING;
-    else unknown."""
-    if error_file and tune == "TERMINATED":
+    else unknown. error.txt's note first."""
+    out.notes += [error_note] if error_note else []
+    if error_note and tune == "TERMINATED":
         out.status = "finished"
         out.notes.append(f"{source} says TERMINATED: {ERROR} is from a failure Ray retried past "
                          "→ status finished")
-    elif error_file:
+    elif error_note:
         out.status = "crashed"
-    elif done:
+    elif (last or {}).get("done") is True:
         out.status = "finished"
         out.notes.append(f"the last {RESULT} row has done: true → status finished")
     elif tune in _TUNE_STATUS:
         out.status = _TUNE_STATUS[tune]
 
 
-class _Folder:
-    """What a trial folder said besides config and summary: error.txt (its note), the last row
-    (and whether it has done: true), notes that close the run's notes."""
-
-    __slots__ = ("error_note", "done", "last", "tail")
-
-    def __init__(self) -> None:
-        self.error_note: str | None = None
-        self.done = False
-        self.last: dict[str, Any] | None = None
-        self.tail: list[str] = []
+def _crash(out: Meta, reason: str, file: str, row: dict[str, Any] | None) -> None:
+    step = (row or {}).get(X)
+    out.events.append(rundiff_core.RunEvent("crash", step=float(step) if _is_number(step) else None,
+                                            payload={"reason": reason, "file": file}))
 
 
-def _folder_meta(folder: str, files: list[str], out: Meta) -> _Folder:
+def _folder_meta(folder: str, files: list[str], out: Meta
+                 ) -> tuple[str | None, dict[str, Any] | None, list[str]]:
     """Config (params.json), summary and meta (the last result.json row) and the crash event
-    (error.txt) of a trial folder into `out`."""
-    got = _Folder()
-    params = os.path.join(folder, PARAMS)
+    (error.txt) of a trial folder into `out`; returns error.txt's note, the last row and the
+    notes that close the run's notes."""
+    params, result, error = (os.path.join(folder, f) for f in (PARAMS, RESULT, ERROR))
     data = read_json(params, out.notes) if os.path.isfile(params) else None
-    result = os.path.join(folder, RESULT)
-    last = got.last = last_row(result) if os.path.isfile(result) else None
+    last = rundiff_core.last_jsonl_row(result) if os.path.isfile(result) else None
     if isinstance(data, dict):
         out.config = data
         out.notes.append(f"{PARAMS} → config")
@@ -468,64 +355,39 @@ def _folder_meta(folder: str, files: list[str], out: Meta) -> _Folder:
         out.config = last["config"]
         out.notes.append(f"{PARAMS} unreadable: config from the last {RESULT} row's `config`")
     if last is not None:
-        out.summary = {k: last[k] for k in SUMMARY_KEYS if _is_number(last.get(k))
-                       or isinstance(last.get(k), bool)}
-        for k in ("trial_id", "experiment_id", "experiment_tag", "hostname", "date"):
-            if isinstance(last.get(k), str) and last[k]:
-                out.meta[k] = last[k]
-        got.done = last.get("done") is True
-    error = os.path.join(folder, ERROR)
+        out.summary = {k: last[k] for k in SUMMARY_KEYS if isinstance(last.get(k), int | float)}
+        out.meta.update({k: last[k] for k in ("trial_id", "experiment_id", "experiment_tag",
+                                              "hostname", "date")
+                         if isinstance(last.get(k), str) and last[k]})
+    error_note = None
     if os.path.isfile(error):
         reason = _error_line(error)
-        got.error_note = f"{ERROR} → status crashed: {reason or '(empty)'}"
-        step = last.get(X) if last else None
-        out.events.append(rundiff_core.RunEvent("crash", step=float(step) if _is_number(step)
-                                                else None, payload={"reason": reason,
-                                                                    "file": ERROR}))
-    try:
-        subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
-                      and not d.startswith("."))
-    except OSError:
-        subs = []
-    if subs:
-        got.tail.append(f"sub-folders of the trial, not read: {', '.join(subs[:4])}"
-                        + (f" and {len(subs) - 4} more" if len(subs) > 4 else ""))
-    events = [os.path.basename(f) for f in files if "tfevents" in os.path.basename(f)]
-    if events:
-        got.tail.append(f"{events[0]}: Ray's TensorBoard copy of the same results; not read")
-    return got
+        error_note = f"{ERROR} → status crashed: {reason or '(empty)'}"
+        _crash(out, reason, ERROR, last)
+    tail = []
+    if subs := [d for d in subdirs(folder) if not d.startswith(".")]:
+        tail.append(f"sub-folders of the trial, not read: {', '.join(subs[:4])}"
+                    + (f" and {len(subs) - 4} more" if len(subs) > 4 else ""))
+    if events := [os.path.basename(f) for f in files if "tfevents" in os.path.basename(f)]:
+        tail.append(f"{events[0]}: Ray's TensorBoard copy of the same results; not read")
+    return error_note, last, tail
 
 
 def meta(spec: LayoutRun) -> Meta:
     if "state" in spec.sniffs:
         return _state_meta(spec)
     out = Meta()
-    got = _folder_meta(spec.path, spec.files, out)
+    error_note, last, tail = _folder_meta(spec.path, spec.files, out)
     t = experiment(os.path.dirname(spec.path), spec.path, out)
     tune = t.status if t else None
-    if got.error_note:
-        out.notes.append(got.error_note)
-    _status(out, tune, got.error_note is not None, got.done, "the experiment state")
-    if out.status == "unknown" and got.last is not None and tune is None:
+    _status(out, tune, error_note, last, "the experiment state")
+    if out.status == "unknown" and last is not None and tune is None:
         out.notes.append(f"status unknown: the last {RESULT} row has done: false, no {ERROR}")
-    out.notes += got.tail
+    out.notes += tail
     return out
 
 
 # -- a trial of an experiment_state file -----------------------------------------------------------
-
-
-def _summary(last: dict[str, Any]) -> tuple[dict[str, float], list[str]]:
-    """The numbers of a `last_result` (nested dicts joined with `/`, as the history's keys), and
-    what was not taken."""
-    out: dict[str, float] = {}
-    other: list[str] = []
-    for k, v in flatten({k: v for k, v in last.items() if k not in NOT_SUMMARY}, sep="/").items():
-        if _is_number(v):
-            out[k] = v
-        elif v is not None and v != {}:
-            other.append(k)
-    return out, other
 
 
 def _state_meta(spec: LayoutRun) -> Meta:
@@ -535,7 +397,7 @@ def _state_meta(spec: LayoutRun) -> Meta:
     out.meta["tune_state_file"] = os.path.basename(path)
     out.notes += state.notes
     index = spec.sniffs.get("trial")
-    t = next((t for t in state.trials if t.index == index), None) if index is not None else None
+    t = next((t for t in state.trials if t.index == index), None)  # None: no trial was read
     if t is None:
         if index is not None:
             out.notes.append(f"{state.name}: trial entry {index} not found (the file changed since "
@@ -544,7 +406,6 @@ def _state_meta(spec: LayoutRun) -> Meta:
         return out
     folder = spec.sniffs.get("trial_dir")
     dirname = spec.sniffs.get("trial_dirname") or ""
-    got = _Folder()
     if folder and spec.sniffs.get("trial_history"):
         out.notes.append(f"trial folder {dirname}/ beside the state file: its history, "
                          f"{PARAMS}, {ERROR} and last row read")
@@ -555,17 +416,15 @@ def _state_meta(spec: LayoutRun) -> Meta:
         out.notes.append(f"trial folder {dirname} not present; last_result only" if dirname else
                          "no trial folder named in the state (the trial had not started); "
                          "last_result only")
-    if folder:
-        got = _folder_meta(folder, spec.files, out)
+    error_note, folder_last, tail = _folder_meta(folder, spec.files, out) if folder else \
+        (None, None, [])
     config, last, notes = t.details()
     out.notes += notes
     if config is not None:
-        from rundiff_core import opaque_config
-
         out.notes = [n for n in out.notes if not n.startswith((f"{PARAMS} → config",
                                                                 f"{PARAMS} unreadable"))]
         try:
-            out.config = flatten(opaque_config(config, out.notes, "the trial's config"))
+            out.config = flatten(rundiff_core.opaque_config(config, out.notes, "the trial's config"))
         except RecursionError:
             out.notes.append(f"{state.name}: the trial's `config` is nested too deeply; not read")
         out.notes.append(f"{state.name}: the trial's `config` → config (nested keys joined with `.`)"
@@ -573,55 +432,42 @@ def _state_meta(spec: LayoutRun) -> Meta:
                              os.path.join(folder, PARAMS)) else ""))
     elif out.config:
         out.notes.append(f"config from {PARAMS} in the trial folder (the state's is not readable)")
-    folder_summary = dict(out.summary)
     try:
-        numbers, other = _summary(last) if last is not None else ({}, [])
+        numbers, other = _fields(last, NOT_SUMMARY) if last is not None else ({}, {})
     except RecursionError:
         out.notes.append(f"{state.name}: the trial's `last_result` is nested too deeply; not read")
         last = None
     if last is not None:
-        out.summary = {**numbers, **folder_summary}
+        out.summary = {**numbers, **out.summary}  # the folder's last row, when read, wins
         out.notes.append(f"{state.name}: the trial's `last_result` → summary ({len(numbers)} number(s); "
                          "nested keys joined with `/`; not metrics: `config`, `pid`, `timestamp`"
                          + (f"; {len(other)} text/flag/list field(s) skipped" if other else "") + ")")
-        li, fi = last.get(X), (got.last or {}).get(X)
+        li, fi = last.get(X), (folder_last or {}).get(X)
         if _is_number(li) and _is_number(fi) and li != fi:
             out.notes.append(f"the state's last_result is at {X} {li}, {RESULT}'s last row at {fi}"
                              " (the state was saved " + ("earlier)" if li < fi else "later)"))
         for k in ("trial_id", "experiment_id", "hostname", "date", "node_ip"):
-            v = last.get(k)
-            if isinstance(v, str) and v:
-                out.meta.setdefault(k, v)
+            if isinstance(last.get(k), str) and last[k]:
+                out.meta.setdefault(k, last[k])
         if isinstance(last.get("timestamp"), int | float):
             out.meta["last_result_time"] = last["timestamp"]
     else:
         out.notes.append(f"{state.name}: the trial has no readable `last_result`; no summary")
     out.meta.update({k: v for k, v in t.meta.items() if k not in out.meta})
-    if t.trial_id:
-        out.meta["trial_id"] = t.trial_id
-    out.meta["tune_trial_name"] = t.name
-    if t.status:
-        out.meta["tune_status"] = t.status
-    if got.error_note:
-        out.notes.append(got.error_note)
-    has_error = got.error_note is not None
-    _status(out, t.status, has_error, got.done, state.name)
-    if t.status:
-        out.notes.append(f"{state.name}: trial status {t.status} → status {out.status}" + (
-            " (as of when the state was saved)" if t.status == "RUNNING" else
-            " (not started when the state was saved)" if t.status == "PENDING" else ""))
-    else:
-        out.notes.append(f"{state.name}: the trial has no status")
-    if t.status == "ERROR" and not has_error:
+    out.meta.update({**({"trial_id": t.trial_id} if t.trial_id else {}), "tune_trial_name": t.name,
+                     **({"tune_status": t.status} if t.status else {})})
+    _status(out, t.status, error_note, folder_last, state.name)
+    out.notes.append(f"{state.name}: trial status {t.status} → status {out.status}" + (
+        " (as of when the state was saved)" if t.status == "RUNNING" else
+        " (not started when the state was saved)" if t.status == "PENDING" else "")
+        if t.status else f"{state.name}: the trial has no status")
+    if t.status == "ERROR" and error_note is None:
         reason = str(t.meta.get("error_msg") or "")[:300]
-        step = (last or {}).get(X)
         if reason:
             out.notes.append(f"{state.name}: the trial's error: {reason}")
-        out.events.append(rundiff_core.RunEvent(
-            "crash", step=float(step) if _is_number(step) else None,
-            payload={"reason": reason, "file": state.name}))
+        _crash(out, reason, state.name, last)
     _declare(state, out)
-    out.notes += got.tail
+    out.notes += tail
     # seeds of one setting (`tune.grid_search` over a seed) share the trainable's name
     out.arm = t.name[: -len(t.trial_id) - 1] if t.trial_id and t.name.endswith("_" + t.trial_id) \
         else t.name
