@@ -42,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "numeric_column": "parsing.arrow",
     "footer_has_columns": "parsing.parquet_footer",
     "open_sqlite_readonly": "parsing.sqlite",
+    "ListSalvage": "parsing.jsonsalvage",
+    "salvage_list": "parsing.jsonsalvage",
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
@@ -208,6 +210,8 @@ __all__ = [
     "open_source",
     "opaque_config",
     "open_sqlite_readonly",
+    "ListSalvage",
+    "salvage_list",
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
@@ -316,6 +320,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
+    from .parsing.jsonsalvage import ListSalvage, salvage_list
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly
