@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "LayoutMeta": "layout_meta",
     "LayoutRun": "layout_model",
     "LayoutSpec": "layouts",
+    "SignatureNames": "layouts",
     "layouts_in_order": "plugins",
     "Claim": "claims",
     "OptionSpec": "registry",
@@ -157,6 +158,7 @@ __all__ = [
     "LayoutMeta",
     "LayoutRun",
     "LayoutSpec",
+    "SignatureNames",
     "MetricNotFoundError",
     "MissingDependencyError",
     "OptionSpec",
@@ -287,7 +289,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .hookspecs import hookimpl
     from .layout_meta import LayoutMeta
     from .layout_model import Claimed, LayoutFolder, LayoutRun
-    from .layouts import LayoutSpec
+    from .layouts import LayoutSpec, SignatureNames
     from .metadata import is_metadata_key, split_metadata
     from .model import (
         HISTORY_COLUMNS,

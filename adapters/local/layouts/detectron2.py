@@ -14,10 +14,11 @@ from typing import Any
 
 import rundiff_core
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_config_yaml as read_yaml
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta, read_yaml
 from .launches import (
     JsonLines,
     Launch,

@@ -13,11 +13,19 @@ import os
 import re
 from typing import Any
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun, ListSalvage, salvage_list
+from rundiff_core import (
+    Claimed,
+    LayoutFolder,
+    LayoutRun,
+    ListSalvage,
+    read_config_files,
+    read_json_file,
+    salvage_list,
+)
 
+from ..common import Meta, scalars
 from ..lazy import pd
 from ..sniff import points_frame, read_head
-from .common import Meta, read_config_files, read_json, scalars
 
 _CHECKPOINT = re.compile(r"^(?:checkpoint-(\d+)|last-checkpoint)$")
 
@@ -300,7 +308,7 @@ def _global_step(path: str) -> float:
     m = re.search(rb'"global_step"\s*:\s*(\d+)', head)
     if m:
         return float(m.group(1))
-    data = read_json(path, [])
+    data = read_json_file(path, [])
     return float(data.get("global_step", -1)) if isinstance(data, dict) else -1.0
 
 
@@ -336,7 +344,7 @@ def meta(spec: LayoutRun) -> Meta:
         out.notes.append("adapter_config.json → config.adapter")
     for name in ("all_results.json",):
         p = os.path.join(folder, name)
-        if os.path.isfile(p) and isinstance(data := read_json(p, out.notes), dict):
+        if os.path.isfile(p) and isinstance(data := read_json_file(p, out.notes), dict):
             out.summary.update(scalars(data))
             out.notes.append(f"{name} → summary")
     others = sorted(os.path.basename(f) for f in spec.files if os.path.basename(f) not in

@@ -23,9 +23,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rundiff_core import LayoutMeta, flatten
-
-from .common import read_yaml
+from rundiff_core import LayoutMeta, flatten, read_config_yaml
 
 HYDRA_DIR = ".hydra"
 FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
@@ -78,7 +76,7 @@ def _load(path: str, notes: list[str]) -> Any:
     except OSError:
         return None
     more: list[str] = []
-    data = read_yaml(path, more)
+    data = read_config_yaml(path, more)
     notes += [n if n.startswith(HYDRA_DIR) else f"{HYDRA_DIR}/{n}" for n in more]
     return data
 

@@ -29,11 +29,11 @@ import re
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_json_file
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import read_head
-from .common import Meta, read_json
 
 _HEAD = rb'^\s*\{\s*"results"\s*:\s*\{'  # compiled on first use: checked after the cheap test
 _STAMP = r"(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d+))?"  # compiled when a run is read
@@ -140,7 +140,7 @@ class _Parsed:
         self.meta: dict[str, Any] = {}
         self.files: list[tuple[float, str, dict[str, Any]]] = []
         for path in spec.files:
-            data = read_json(path, self.notes)
+            data = read_json_file(path, self.notes)
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 if data is not None:
                     self.notes.append(f"{os.path.basename(path)}: no `results` object; skipped")

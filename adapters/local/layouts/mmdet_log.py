@@ -17,9 +17,9 @@ from typing import Any
 import rundiff_core
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta
 from .launches import (
     MAX_LINE_BYTES,
     JsonLines,

@@ -18,10 +18,11 @@ from typing import Any
 
 import rundiff_core
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_json_file as read_json
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta, read_json
 from .launches import (
     JsonLines,
     Launch,

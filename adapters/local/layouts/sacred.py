@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_config_json, read_json_file
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta, read_config_json, read_json
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -28,7 +28,7 @@ def meta(spec: LayoutRun) -> Meta:
     from rundiff_core import RunEvent
 
     out = Meta()
-    run = read_json(os.path.join(spec.path, "run.json"), out.notes) or {}
+    run = read_json_file(os.path.join(spec.path, "run.json"), out.notes) or {}
     cfg_path = os.path.join(spec.path, "config.json")
     cfg_notes: list[str] = []
     if os.path.isfile(cfg_path) and isinstance(cfg := read_config_json(cfg_path, cfg_notes), dict):
@@ -81,7 +81,7 @@ def _iso(ts: Any) -> float:
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     steps, keys, values, wall = [], [], [], []
-    metrics = read_json(os.path.join(spec.path, "metrics.json"), notes) \
+    metrics = read_json_file(os.path.join(spec.path, "metrics.json"), notes) \
         if os.path.isfile(os.path.join(spec.path, "metrics.json")) else None
     for name, m in (metrics or {}).items():
         if not isinstance(m, dict):
@@ -98,7 +98,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     if metrics is not None:
         notes.append(f"metrics.json: {len(metrics)} series (Sacred's steps/values/timestamps)")
     info_path = os.path.join(spec.path, "info.json")
-    info = read_json(info_path, notes) if os.path.isfile(info_path) else None
+    info = read_json_file(info_path, notes) if os.path.isfile(info_path) else None
     if isinstance(info, dict):
         n = 0
         for k, vs in info.items():
