@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "open_sqlite_readonly": "parsing.sqlite",
     "ListSalvage": "parsing.jsonsalvage",
     "salvage_list": "parsing.jsonsalvage",
+    "drop_repeats": "parsing.jsonsalvage",
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
@@ -214,6 +215,7 @@ __all__ = [
     "open_sqlite_readonly",
     "ListSalvage",
     "salvage_list",
+    "drop_repeats",
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
@@ -322,7 +324,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.fidelity import step_notes
     from .parsing.jsonl import JsonlResult, read_jsonl
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
-    from .parsing.jsonsalvage import ListSalvage, salvage_list
+    from .parsing.jsonsalvage import ListSalvage, drop_repeats, salvage_list
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.sqlite import open_sqlite_readonly

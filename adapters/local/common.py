@@ -40,6 +40,16 @@ def scalars(d: dict[str, Any], sep: str = "/") -> dict[str, Any]:
             if isinstance(v, int | float | str | bool) or v is None}
 
 
+def iso_seconds(ts: Any) -> float:
+    """An ISO 8601 time (`2023-10-08T14:38:58.123`) as epoch seconds; NaN when it is not one."""
+    from datetime import datetime  # reading only: sniffing a folder never needs it
+
+    try:
+        return datetime.fromisoformat(str(ts)).timestamp()
+    except ValueError:
+        return float("nan")
+
+
 def subdirs(path: str) -> list[str]:
     try:
         return sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))

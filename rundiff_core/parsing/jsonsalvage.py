@@ -45,7 +45,6 @@ def salvage_list(text: str, keys: tuple[str, ...], *, resync: bool = False, uniq
     decode = json.JSONDecoder().raw_decode
     pos, n = m.end(), len(text)
     gap_from: int | None = None
-    seen: set[str] = set()
     while limit is None or len(out.entries) < limit:
         while pos < n and text[pos] in _GAP:
             pos += 1
@@ -70,12 +69,6 @@ def salvage_list(text: str, keys: tuple[str, ...], *, resync: bool = False, uniq
                                  out.entries[-1] if out.entries else None, obj))
                 gap_from = None
             pos = end
-            if unique:
-                twin = json.dumps(obj, sort_keys=True, default=str)
-                if twin in seen:  # an entry equal to an earlier one: a duplicated region, read once
-                    out.repeated += 1
-                    continue
-                seen.add(twin)
             out.entries.append(obj)
             continue
         gap_from = pos if gap_from is None else gap_from
@@ -84,7 +77,28 @@ def salvage_list(text: str, keys: tuple[str, ...], *, resync: bool = False, uniq
             out.cut_at = _byte(text, gap_from)
             break
         pos = nxt.end() - 1
+    if unique:
+        out.entries, out.repeated = drop_repeats(out.entries)
     return out
+
+
+def drop_repeats(entries: list[Any]) -> tuple[list[Any], int]:
+    """`entries` without the objects equal to an earlier one (keys and values: a duplicated
+    region of the file, read once), and how many went."""
+    seen: set[Any] = set()
+    kept = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            try:
+                key: Any = tuple(sorted(entry.items()))
+                hash(key)
+            except TypeError:  # a list or an object among the values
+                key = json.dumps(entry, sort_keys=True, default=str)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(entry)
+    return kept, len(entries) - len(kept)
 
 
 def _byte(text: str, pos: int) -> int:
@@ -92,4 +106,4 @@ def _byte(text: str, pos: int) -> int:
     return len(text[:pos].encode("utf-8", errors="replace")) if not text[:pos].isascii() else pos
 
 
-__all__ = ["ListSalvage", "salvage_list"]
+__all__ = ["ListSalvage", "drop_repeats", "salvage_list"]

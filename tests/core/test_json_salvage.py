@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rundiff_core import salvage_list
+from rundiff_core import drop_repeats, salvage_list
 
 ROWS = [{"step": i, "loss": 1.0 / (i + 1)} for i in range(1, 9)]
 DOC = json.dumps({"global_step": 8, "log_history": ROWS}, indent=2)
@@ -62,3 +62,8 @@ def test_a_cut_keeps_every_entry_before_it(cut):
     ends = [DOC.index("}", DOC.index(f'"step": {r["step"]},')) + 1 for r in ROWS]
     assert got.entries == ROWS[:sum(1 for e in ends if e <= cut)]
     assert got.complete == (DOC.rindex("]") < cut)
+
+
+def test_drop_repeats_keeps_the_first_of_equal_objects_only():
+    rows = [{"step": 1, "x": [1]}, {"step": 2}, {"step": 1, "x": [1]}, None, None, {"step": 2}]
+    assert drop_repeats(rows) == ([{"step": 1, "x": [1]}, {"step": 2}, None, None], 2)

@@ -18,6 +18,7 @@ from rundiff_core import (
     LayoutFolder,
     LayoutRun,
     ListSalvage,
+    drop_repeats,
     read_config_files,
     read_json_file,
     salvage_list,
@@ -149,7 +150,7 @@ def _load_state(spec: LayoutRun, cands: list[tuple[float, int, str, str]]) -> St
         if data is not None:
             why = state_path(spec)[1] if i == 0 else (
                 f"{label} (global_step {step:g}), the newest intact copy")
-            repeats = _drop_repeats(data)
+            data["log_history"], repeats = drop_repeats(data.get("log_history") or [])
             if repeats:
                 notes.append(f"{label}: {repeats} log_history entr{'y' if repeats == 1 else 'ies'} "
                              "equal to an earlier one dropped (HF writes no entry twice: a repeated "
@@ -228,26 +229,6 @@ def _add_after(data: dict[str, Any], damaged: list[_Damaged], label: str,
             rows = rows + later
             last = max(r["step"] for r in later)
     data["log_history"] = rows
-
-
-def _drop_repeats(data: dict[str, Any]) -> int:
-    """Drop log_history entries equal to an earlier one (keys and values); how many went."""
-    rows = data.get("log_history") or []
-    seen: set[Any] = set()
-    kept = []
-    for row in rows:
-        try:
-            key: Any = tuple(sorted(row.items())) if isinstance(row, dict) else None
-            hash(key)
-        except TypeError:
-            key = json.dumps(row, sort_keys=True, default=str)
-        if key is not None and key in seen:
-            continue
-        seen.add(key)
-        kept.append(row)
-    if len(kept) != len(rows):
-        data["log_history"] = kept
-    return len(rows) - len(kept)
 
 
 def _is_step(value: Any) -> bool:

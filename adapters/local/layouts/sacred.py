@@ -8,7 +8,7 @@ from typing import Any
 
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_config_json, read_json_file
 
-from ..common import Meta
+from ..common import Meta, iso_seconds
 from ..lazy import pd
 from ..sniff import points_frame
 
@@ -69,15 +69,6 @@ def _jsonpickled(v: Any) -> Any:
     return v
 
 
-def _iso(ts: Any) -> float:
-    from datetime import datetime  # reading only: sniffing a folder never needs it
-
-    try:
-        return datetime.fromisoformat(str(ts)).timestamp()
-    except ValueError:
-        return float("nan")
-
-
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     steps, keys, values, wall = [], [], [], []
@@ -94,7 +85,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             steps.append(float(ss[i]) if i < len(ss) and isinstance(ss[i], int | float) else float(i))
             keys.append(str(name))
             values.append(float(v))
-            wall.append(_iso(ts[i]) if i < len(ts) else float("nan"))
+            wall.append(iso_seconds(ts[i]) if i < len(ts) else float("nan"))
     if metrics is not None:
         notes.append(f"metrics.json: {len(metrics)} series (Sacred's steps/values/timestamps)")
     info_path = os.path.join(spec.path, "info.json")
