@@ -143,14 +143,12 @@ class _Parsed:
         shadowed: dict[str, list[str]] = {}
         for when, path, data in self.files:
             name = os.path.basename(path)
-            entries = self._entries(data)
-            mine = [t for t in entries if t not in owner]
-            for task in entries:
+            for task, entry in self._entries(data).items():
                 if task in owner:
                     shadowed.setdefault(name, []).append(task)
-            for task in mine:
-                owner[task] = name
-                self._read_task(task, entries[task], data, name, when)
+                else:
+                    owner[task] = name
+                    self._read_task(task, entry, data, name, when)
         for name, tasks in shadowed.items():
             kept = sorted({owner[t] for t in tasks})
             self.notes.append(f"{name}: {', '.join(sorted(tasks))} also scored in the newer "
@@ -238,9 +236,7 @@ class _Parsed:
             for k in TOP_CONFIG_KEYS:
                 if data.get(k) not in ("", [], {}):
                     this[k] = data.get(k)
-            for k in set(cfg) | set(this):
-                if k != "limit" and cfg.get(k) != this.get(k) and k in cfg:
-                    differs.add(k)
+            differs |= {k for k in cfg if k != "limit" and cfg[k] != this.get(k)}
             cfg.update(this)
             for task in self._entries(data):
                 if any(self.key_file.get(k) == name for k in self.scores if k.startswith(task + "/")):
