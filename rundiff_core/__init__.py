@@ -42,6 +42,9 @@ _EXPORTS: dict[str, str] = {
     "numeric_column": "parsing.arrow",
     "footer_has_columns": "parsing.parquet_footer",
     "open_sqlite_readonly": "parsing.sqlite",
+    "ListSalvage": "parsing.jsonsalvage",
+    "salvage_list": "parsing.jsonsalvage",
+    "drop_repeats": "parsing.jsonsalvage",
     "factorize": "parsing.codes",
     "REDACTED": "redact",
     "redact_text": "redact",
@@ -62,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "LayoutMeta": "layout_meta",
     "LayoutRun": "layout_model",
     "LayoutSpec": "layouts",
+    "SignatureNames": "layouts",
     "layouts_in_order": "plugins",
     "Claim": "claims",
     "OptionSpec": "registry",
@@ -168,6 +172,7 @@ __all__ = [
     "LayoutMeta",
     "LayoutRun",
     "LayoutSpec",
+    "SignatureNames",
     "MetricNotFoundError",
     "MissingDependencyError",
     "OptionSpec",
@@ -221,6 +226,9 @@ __all__ = [
     "open_source",
     "opaque_config",
     "open_sqlite_readonly",
+    "ListSalvage",
+    "salvage_list",
+    "drop_repeats",
     "parse_address",
     "parse_tool_schemas",
     "pick_finish",
@@ -302,7 +310,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .hookspecs import hookimpl
     from .layout_meta import LayoutMeta
     from .layout_model import Claimed, LayoutFolder, LayoutRun
-    from .layouts import LayoutSpec
+    from .layouts import LayoutSpec, SignatureNames
     from .metadata import is_metadata_key, split_metadata
     from .model import (
         HISTORY_COLUMNS,
@@ -343,6 +351,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         read_jsonl_rows,
     )
     from .parsing.jsonl_numeric import NUMBER_SPAN_PAD, FlatJsonl, number_spans, read_flat_jsonl
+    from .parsing.jsonsalvage import ListSalvage, drop_repeats, salvage_list
     from .parsing.opaque import is_opaque, load_yaml_config, opaque_config
     from .parsing.parquet_footer import footer_has_columns
     from .parsing.pyconfig import config_differences, read_py_config, read_py_config_file

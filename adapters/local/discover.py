@@ -15,7 +15,6 @@ import re
 from rundiff_core import SNIFF_ENTRIES, LayoutFolder, LayoutRun, walk_dirs
 
 from .detecting import DETECTING
-from .layouts.common import CONFIG_FILES  # noqa: F401  (re-exported: what configs are read)
 from .shapes.files import is_result_file  # noqa: F401  (project detection uses it)
 
 MAX_FILES_PER_FOLDER = 5000  # files per folder considered at most (huge folders: first 5000 names)

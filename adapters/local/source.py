@@ -27,9 +27,9 @@ from rundiff_core import (
     seed_from_config,
 )
 
+from .common import Meta, seed_from_name, strip_seed
 from .discover import RunSpec, discover
 from .layouts import hydra
-from .layouts.common import Meta, seed_from_name, strip_seed
 
 
 class LocalSource(BaseSource):

@@ -16,11 +16,11 @@ import contextlib
 import json
 import os
 import sqlite3
-from datetime import datetime
 from typing import Any
 
 from rundiff_core import flatten, footer_has_columns, open_sqlite_readonly
 
+from .common import iso_seconds
 from .lazy import np, pd  # imported on first use: sniffing a project needs neither
 from .sniff import _arrow_columns, points_frame, to_long
 
@@ -117,13 +117,6 @@ def parquet_config(path: str, run_id: str) -> tuple[dict, dict, list[str]]:
     return config, meta, [f"{os.path.basename(cfg_path)} → config"]
 
 
-def _iso(ts: Any) -> float:
-    try:
-        return datetime.fromisoformat(str(ts)).timestamp()
-    except ValueError:
-        return float("nan")
-
-
 def db_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
     steps, keys, values, wall = [], [], [], []
     bad = media = 0
@@ -139,7 +132,7 @@ def db_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
             if not isinstance(row, dict):
                 bad += 1
                 continue
-            t = _iso(ts)
+            t = iso_seconds(ts)
             for k, v in flatten(row, sep="/").items():
                 if isinstance(v, str) and v in _NONFINITE:  # trackio writes NaN/inf as strings
                     v = _NONFINITE[v]
@@ -171,7 +164,7 @@ def parquet_history(path: str, run_id: str) -> tuple[pd.DataFrame, list[str]]:
     table = table.filter(mask)
 
     skip = {"id", "run_id", "run_name", "log_id", "space_id"}
-    wall = np.array([_iso(t) for t in table.column("timestamp").to_pylist()], dtype="float64")
+    wall = np.array([iso_seconds(t) for t in table.column("timestamp").to_pylist()], dtype="float64")
     cols = _arrow_columns(table.select([c for c in table.column_names if c not in skip
                                         and c != "timestamp"]))
     frame, notes = to_long(cols, os.path.basename(path), step="step", described="trackio's "

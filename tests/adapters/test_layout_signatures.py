@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rundiff_adapters.local import discover
 from rundiff_adapters.local.layouts import BUILTIN
-from rundiff_adapters.local.layouts.common import name_matches
 from rundiff_adapters.local.shapes.files import sniff_files
 from rundiff_adapters.local.sniff import SNIFF_BYTES, may_be_text_log, read_head
 
@@ -157,7 +156,8 @@ def test_a_signature_matches_as_fnmatch_over_lower_cased_names(names, signature)
        st.lists(st.text(alphabet="ab.*?[]", max_size=6), max_size=4))
 @settings(max_examples=1000, deadline=None)
 def test_file_name_rules_match_as_fnmatch(name, patterns):
-    assert name_matches(name, tuple(patterns)) == any(fnmatch.fnmatch(name, p) for p in patterns)
+    """The shape readers' file-name rules (`*results*.json`) ask SignatureNames of one name."""
+    assert SignatureNames([name]).match(tuple(patterns)) == any(fnmatch.fnmatch(name, p) for p in patterns)
 
 
 def test_a_signature_that_is_not_a_tuple_of_globs_is_refused():

@@ -197,17 +197,11 @@ def test_real_old_yolov5_folders_through_tb_read_opt_and_hyp_yaml(source, a, b, 
     assert hash_tree(str(root)) == before
 
 
-def test_common_keeps_the_old_names(tmp_path):
-    """Other layouts import the reader from adapters/local/layouts/common.py: the same objects."""
-    from rundiff_adapters.local.layouts import common
-
+def test_the_local_layouts_config_names(tmp_path):
+    """The local layouts read a folder's config files with rundiff_core's reader, by their names."""
     import rundiff_core
 
-    assert common.CONFIG_FILES is rundiff_core.CONFIG_FILES
-    assert common.read_config_files is rundiff_core.read_config_files
-    assert common.read_yaml is rundiff_core.read_config_yaml
-    assert common.read_json is rundiff_core.read_json_file
     shutil.copy(__file__, tmp_path / "not_a_config.py")
     (tmp_path / "config.json").write_text('{"a": 1}')
     (tmp_path / "opt.yaml").write_text("b: 2\n")  # not one of the local layouts' names
-    assert common.read_config_files(str(tmp_path)) == ({"a": 1}, ["config.json → config"])
+    assert rundiff_core.read_config_files(str(tmp_path)) == ({"a": 1}, ["config.json → config"])

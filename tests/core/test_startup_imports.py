@@ -373,7 +373,7 @@ def test_classes_written_out_behave_as_the_dataclasses_they_were(index):
 def test_names_moved_out_of_a_module_are_still_found_there():
     """The classes built only when a path is read moved to modules of their own; the modules that
     held them still answer for them."""
-    from rundiff_adapters.local.layouts.common import Meta
+    from rundiff_adapters.local.common import Meta
     from rundiff_adapters.mlflow import layout as mlflow_layout
     from rundiff_adapters.wandb import layout as wandb_layout
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import rundiff_core
 from rundiff_core import Claimed, JsonLines, LayoutFolder, LayoutRun, first_json_object, json_lines
+from rundiff_core import read_config_yaml as read_yaml
 
+from ..common import Meta
 from ..launches import Launch, is_number, launch_events, merge_launches, scan_steps, split_launches
 from ..lazy import pd
 from ..sniff import points_frame, read_head
-from .common import Meta, read_yaml
 
 _SIDE = ("config.yaml", "log.txt", "last_checkpoint")
 # Detectron2's evaluators' result names (flattened as `<task>/<name>`); Detectron2 < 0.3 repeats

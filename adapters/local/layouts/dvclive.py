@@ -7,10 +7,12 @@ import os
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_config_yaml as read_yaml
+from rundiff_core import read_json_file as read_json
 
+from ..common import Meta, scalars
 from ..lazy import pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import Meta, read_json, read_yaml, scalars
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:

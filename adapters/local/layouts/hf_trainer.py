@@ -13,11 +13,20 @@ import os
 import re
 from typing import Any
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import (
+    Claimed,
+    LayoutFolder,
+    LayoutRun,
+    ListSalvage,
+    drop_repeats,
+    read_config_files,
+    read_json_file,
+    salvage_list,
+)
 
+from ..common import Meta, scalars
 from ..lazy import pd
 from ..sniff import points_frame, read_head
-from .common import Meta, read_config_files, read_json, scalars
 
 _CHECKPOINT = re.compile(r"^(?:checkpoint-(\d+)|last-checkpoint)$")
 
@@ -134,14 +143,14 @@ def load_state(spec: LayoutRun) -> State | None:
 
 
 def _load_state(spec: LayoutRun, cands: list[tuple[float, int, str, str]]) -> State | None:
-    damaged: list[tuple[str, Salvage]] = []
+    damaged: list[_Damaged] = []
     notes: list[str] = []
     for i, (step, _root, path, label) in enumerate(cands):
         data, problem = _parse(path)
         if data is not None:
             why = state_path(spec)[1] if i == 0 else (
                 f"{label} (global_step {step:g}), the newest intact copy")
-            repeats = _drop_repeats(data)
+            data["log_history"], repeats = drop_repeats(data.get("log_history") or [])
             if repeats:
                 notes.append(f"{label}: {repeats} log_history entr{'y' if repeats == 1 else 'ies'} "
                              "equal to an earlier one dropped (HF writes no entry twice: a repeated "
@@ -149,20 +158,19 @@ def _load_state(spec: LayoutRun, cands: list[tuple[float, int, str, str]]) -> St
             if damaged:
                 _add_after(data, damaged, label, notes)
             return State(data, path, why, notes)
-        salvage = _salvage(path)
-        salvage.problem = problem
-        damaged.append((label, salvage))
+        top, sv = _salvage(path)
+        damaged.append((label, problem, top, sv.entries if sv else [], _describe(sv)))
     if not damaged:
         return None
-    label, best = next(((lb, sv) for lb, sv in damaged if sv.entries), damaged[0])
+    label, problem, top, entries, described = next((d for d in damaged if d[3]), damaged[0])
     path = next(c[2] for c in cands if c[3] == label)
-    others = [lb for lb, _ in damaged if lb != label]
-    note = (f"{label}: {best.problem}; "
+    others = [d[0] for d in damaged if d[0] != label]
+    note = (f"{label}: {problem}; "
             + (f"no intact copy beside it ({', '.join(others)} damaged too)" if others else
                "no intact copy beside it")
-            + f"; read its readable part: {best.describe()}")
-    data = dict(best.top)
-    data["log_history"] = best.entries
+            + f"; read its readable part: {described}")
+    data = dict(top)
+    data["log_history"] = entries
     return State(data, path, f"the readable part of {label}", [note])
 
 
@@ -194,24 +202,28 @@ def _parse(path: str) -> tuple[dict[str, Any] | None, str]:
 MAX_STATE_BYTES = 512 << 20
 
 
-def _add_after(data: dict[str, Any], damaged: list[tuple[str, Salvage]], label: str,
+# a damaged state file: (label, why it does not parse, top-level scalars, entries, their account)
+_Damaged = tuple[str, str, dict[str, Any], list[dict[str, Any]], str]
+
+
+def _add_after(data: dict[str, Any], damaged: list[_Damaged], label: str,
                notes: list[str]) -> None:
     """The intact copy `data` (of `label`) read instead of the newer damaged files: the entries
     they hold after its last step are added, and said."""
     rows = [r for r in data.get("log_history") or [] if isinstance(r, dict)]
     last = max((r["step"] for r in rows if _is_step(r.get("step"))), default=None)
-    for name, salvage in damaged:
-        later = [r for r in salvage.entries if _is_step(r.get("step")) and (last is None or r["step"] > last)]
-        text = (f"{name}: {salvage.problem}; read {label}, the newest intact copy ({len(rows)} "
+    for name, problem, _top, entries, described in damaged:
+        later = [r for r in entries if _is_step(r.get("step")) and (last is None or r["step"] > last)]
+        text = (f"{name}: {problem}; read {label}, the newest intact copy ({len(rows)} "
                 "log_history entries)")
         if later:
             lo, hi = min(r["step"] for r in later), max(r["step"] for r in later)
             steps = f"step {lo:g}" if lo == hi else f"steps {lo:g}–{hi:g}"
             text += (f", and from the damaged file the {len(later)} entr{'y' if len(later) == 1 else 'ies'} "
                      f"the copy lacks ({steps})")
-        elif salvage.entries:
+        elif entries:
             text += "; the copy lacks none of the damaged file's readable entries"
-        text += f" (damaged file: {salvage.describe()})"
+        text += f" (damaged file: {described})"
         notes.append(text)
         if later:
             rows = rows + later
@@ -219,143 +231,57 @@ def _add_after(data: dict[str, Any], damaged: list[tuple[str, Salvage]], label: 
     data["log_history"] = rows
 
 
-def _drop_repeats(data: dict[str, Any]) -> int:
-    """Drop log_history entries equal to an earlier one (keys and values); how many went."""
-    rows = data.get("log_history") or []
-    seen: set[Any] = set()
-    kept = []
-    for row in rows:
-        try:
-            key: Any = tuple(sorted(row.items())) if isinstance(row, dict) else None
-            hash(key)
-        except TypeError:
-            key = json.dumps(row, sort_keys=True, default=str)
-        if key is not None and key in seen:
-            continue
-        seen.add(key)
-        kept.append(row)
-    if len(kept) != len(rows):
-        data["log_history"] = kept
-    return len(rows) - len(kept)
-
-
 def _is_step(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-class Salvage:
-    """What a state file that does not parse still holds: its top-level numbers and strings
-    (`top`, from lines at the top level of HF's two-space indent), the `log_history` entries that
-    parse whole (`entries`), the stretches skipped (`gaps`: byte ranges, the steps either side),
-    and whether the list ended (`complete`) or the file ran out inside it."""
-
-    def __init__(self) -> None:
-        self.top: dict[str, Any] = {}
-        self.entries: list[dict[str, Any]] = []
-        self.gaps: list[tuple[int, int, float | None, float | None]] = []
-        self.complete = False
-        self.found = False  # a log_history list was found at all
-        self.repeated = 0  # entries equal to an earlier one (a duplicated region), dropped
-        self.cut_at: int | None = None  # where the file ran out inside the list
-        self.size = 0
-        self.problem = ""
-
-    def describe(self) -> str:
-        """What the readable part holds: entries read, the stretches skipped, where it ends."""
-        if not self.found:
-            return "no log_history in its readable part"
-        text = f"{len(self.entries)} log_history entr{'y' if len(self.entries) == 1 else 'ies'} read"
-        for a, b, before, after in self.gaps[:3]:
-            text += f"; bytes {a:,}–{b:,} unreadable: the entries "
-            text += (f"between step {before:g} and step {after:g}" if before is not None and after is not None
-                     else f"before step {after:g}" if after is not None else "there")
-            text += " skipped"
-        if len(self.gaps) > 3:
-            text += f"; {len(self.gaps) - 3} more unreadable stretch(es)"
-        if self.repeated:
-            text += (f"; {self.repeated} entr{'y' if self.repeated == 1 else 'ies'} equal to an earlier "
-                     "one (a repeated region) dropped")
-        if not self.complete:
-            text += (f"; from byte {self.cut_at:,} to the end no whole entry (the file is cut "
-                     "there, or damaged to its end)")
-        return text
+def _step(entry: Any) -> float | None:
+    return entry["step"] if isinstance(entry, dict) and _is_step(entry.get("step")) else None
 
 
-_ENTRY_START = re.compile(r",\s*\{")
 _TOP_LINE = re.compile(r'^  "([^"\\]+)": (-?[0-9][0-9.eE+-]*|true|false|null|"[^"\\]*"),?\r?$', re.M)
 
 
-def _salvage(path: str) -> Salvage:
-    """The readable part of a damaged state file: top-level scalars, and every `log_history`
-    entry that parses whole and is followed by `,` or `]` — before the damage, and after it from
-    the next `, {` on (HF's entries are flat objects)."""
-    out = Salvage()
+def _salvage(path: str) -> tuple[dict[str, Any], ListSalvage | None]:
+    """The readable part of a damaged state file: its top-level scalars (lines at the top level
+    of HF's two-space indent) and its whole `log_history` entries, before the damage and after
+    it (HF's entries are flat objects)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_STATE_BYTES)
     except OSError:
-        return out
+        return {}, None
     text = raw.decode("utf-8", errors="replace")
-    out.size = len(raw)
+    top: dict[str, Any] = {}
     for m in _TOP_LINE.finditer(text):
         try:
-            out.top[m.group(1)] = json.loads(m.group(2))
+            top[m.group(1)] = json.loads(m.group(2))
         except ValueError:
             pass
-    out.top.pop("log_history", None)
-    m = re.search(r'"log_history"\s*:\s*\[', text)
-    if not m:
-        return out
-    out.found = True
-    decode = json.JSONDecoder().raw_decode
-    pos, n = m.end(), len(text)
-    gap_from: int | None = None
-    seen: set[str] = set()
-    while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= n:
-            out.cut_at = _byte(text, gap_from) if gap_from is not None else out.size
-            break
-        if text[pos] == "]" and gap_from is None:
-            out.complete = True
-            break
-        try:
-            obj, end = decode(text, pos)
-            after = end
-            while after < n and text[after] in " \t\r\n":
-                after += 1
-            ok = isinstance(obj, dict) and (after >= n or text[after] in ",]")
-        except (ValueError, RecursionError):
-            ok = False
-        if ok:
-            if gap_from is not None:
-                before = out.entries[-1].get("step") if out.entries else None
-                out.gaps.append((_byte(text, gap_from), _byte(text, pos),
-                                 before if _is_step(before) else None,
-                                 obj.get("step") if _is_step(obj.get("step")) else None))
-                gap_from = None
-            twin = json.dumps(obj, sort_keys=True, default=str)
-            if twin in seen:  # a byte-identical entry again: a duplicated region, read once
-                out.repeated += 1
-            else:
-                seen.add(twin)
-                out.entries.append(obj)
-            pos = end
-            continue
-        if gap_from is None:
-            gap_from = pos
-        nxt = _ENTRY_START.search(text, pos + 1)
-        if nxt is None:  # no whole entry after it: the readable part ends here
-            out.cut_at = _byte(text, gap_from)
-            break
-        pos = nxt.end() - 1
-    return out
+    top.pop("log_history", None)
+    return top, salvage_list(text, ("log_history",), resync=True, unique=True, size=len(raw))
 
 
-def _byte(text: str, pos: int) -> int:
-    """The byte offset of character `pos` (the file was decoded as UTF-8)."""
-    return len(text[:pos].encode("utf-8", errors="replace")) if not text[:pos].isascii() else pos
+def _describe(sv: ListSalvage | None) -> str:
+    """What the readable part holds: entries read, the stretches skipped, where it ends."""
+    if sv is None:
+        return "no log_history in its readable part"
+    text = f"{len(sv.entries)} log_history entr{'y' if len(sv.entries) == 1 else 'ies'} read"
+    for a, b, before, after in sv.gaps[:3]:
+        lo, hi = _step(before), _step(after)
+        text += f"; bytes {a:,}–{b:,} unreadable: the entries "
+        text += (f"between step {lo:g} and step {hi:g}" if lo is not None and hi is not None
+                 else f"before step {hi:g}" if hi is not None else "there")
+        text += " skipped"
+    if len(sv.gaps) > 3:
+        text += f"; {len(sv.gaps) - 3} more unreadable stretch(es)"
+    if sv.repeated:
+        text += (f"; {sv.repeated} entr{'y' if sv.repeated == 1 else 'ies'} equal to an earlier "
+                 "one (a repeated region) dropped")
+    if not sv.complete:
+        text += (f"; from byte {sv.cut_at:,} to the end no whole entry (the file is cut "
+                 "there, or damaged to its end)")
+    return text
 
 
 def _global_step(path: str) -> float:
@@ -363,7 +289,7 @@ def _global_step(path: str) -> float:
     m = re.search(rb'"global_step"\s*:\s*(\d+)', head)
     if m:
         return float(m.group(1))
-    data = read_json(path, [])
+    data = read_json_file(path, [])
     return float(data.get("global_step", -1)) if isinstance(data, dict) else -1.0
 
 
@@ -399,7 +325,7 @@ def meta(spec: LayoutRun) -> Meta:
         out.notes.append("adapter_config.json → config.adapter")
     for name in ("all_results.json",):
         p = os.path.join(folder, name)
-        if os.path.isfile(p) and isinstance(data := read_json(p, out.notes), dict):
+        if os.path.isfile(p) and isinstance(data := read_json_file(p, out.notes), dict):
             out.summary.update(scalars(data))
             out.notes.append(f"{name} → summary")
     others = sorted(os.path.basename(f) for f in spec.files if os.path.basename(f) not in

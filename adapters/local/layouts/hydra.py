@@ -23,9 +23,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rundiff_core import LayoutMeta, flatten
-
-from .common import read_yaml
+from rundiff_core import LayoutMeta, flatten, read_config_yaml
 
 HYDRA_DIR = ".hydra"
 FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
@@ -70,7 +68,10 @@ def _get(d: Any, *keys: str) -> Any:
 
 
 def _load(path: str, notes: list[str]) -> Any:
+    """A `.hydra/` file's YAML (None: absent, or too large or unreadable, said in `notes`)."""
     name = f"{HYDRA_DIR}/{os.path.basename(path)}"
+    if not os.path.isfile(path):
+        return None
     try:
         if os.path.getsize(path) > MAX_BYTES:
             notes.append(f"{name}: larger than {MAX_BYTES >> 20} MiB; not read")
@@ -78,7 +79,7 @@ def _load(path: str, notes: list[str]) -> Any:
     except OSError:
         return None
     more: list[str] = []
-    data = read_yaml(path, more)
+    data = read_config_yaml(path, more)
     notes += [n if n.startswith(HYDRA_DIR) else f"{HYDRA_DIR}/{n}" for n in more]
     return data
 
@@ -88,20 +89,17 @@ def read_job(folder: str) -> HydraJob:
     `???` missing values stay as written)."""
     job = HydraJob(folder)
     base = os.path.join(folder, HYDRA_DIR)
-    config = _load(os.path.join(base, "config.yaml"), job.notes) \
-        if os.path.isfile(os.path.join(base, "config.yaml")) else None
+    config = _load(os.path.join(base, "config.yaml"), job.notes)
     if isinstance(config, dict):
         job.config, job.has_config = config, True
     elif config is not None:
         job.notes.append(f"{HYDRA_DIR}/config.yaml: not a mapping; ignored")
-    overrides = _load(os.path.join(base, "overrides.yaml"), job.notes) \
-        if os.path.isfile(os.path.join(base, "overrides.yaml")) else None
+    overrides = _load(os.path.join(base, "overrides.yaml"), job.notes)
     if isinstance(overrides, list):
         job.overrides = [str(o) for o in overrides]
     elif overrides is not None:
         job.notes.append(f"{HYDRA_DIR}/overrides.yaml: not a list; ignored")
-    settings = _load(os.path.join(base, "hydra.yaml"), job.notes) \
-        if os.path.isfile(os.path.join(base, "hydra.yaml")) else None
+    settings = _load(os.path.join(base, "hydra.yaml"), job.notes)
     h = settings.get("hydra") if isinstance(settings, dict) else None
     if isinstance(h, dict):
         picked = {"job_name": _get(h, "job", "name"), "job_num": _get(h, "job", "num"),

@@ -29,11 +29,11 @@ import re
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_json_file
 
+from ..common import Meta, iso_seconds
 from ..lazy import pd
 from ..sniff import read_head
-from .common import Meta, read_json
 
 _HEAD = rb'^\s*\{\s*"results"\s*:\s*\{'  # compiled on first use: checked after the cheap test
 _STAMP = r"(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d+))?"  # compiled when a run is read
@@ -87,20 +87,14 @@ def parse_model_args(value: Any) -> dict[str, Any]:
 
 def _typed(raw: str) -> Any:
     low = raw.lower()
-    if low == "true":
-        return True
-    if low == "false":
-        return False
-    if low in ("none", "null"):
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw
+    if low in ("true", "false", "none", "null"):
+        return {"true": True, "false": False}.get(low)
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
 
 
 def _date(data: dict[str, Any], path: str) -> float:
@@ -109,16 +103,10 @@ def _date(data: dict[str, Any], path: str) -> float:
     if isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d):
         return float(d)
     m = re.search(_STAMP, os.path.basename(path))
-    if m:
-        from datetime import datetime  # reading only: sniffing a folder never needs it
-
-        try:
-            frac = (m.group(5) or "0")[:6].ljust(6, "0")
-            return datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}:{m.group(3)}:{m.group(4)}"
-                                          f".{frac}").timestamp()
-        except ValueError:
-            pass
-    return float("nan")
+    if m is None:
+        return float("nan")
+    frac = (m.group(5) or "0")[:6].ljust(6, "0")
+    return iso_seconds(f"{m.group(1)}T{m.group(2)}:{m.group(3)}:{m.group(4)}.{frac}")
 
 
 def _is_stderr(metric: str) -> bool:
@@ -131,7 +119,8 @@ class _Parsed:
     def __init__(self, spec: LayoutRun) -> None:
         self.notes: list[str] = []
         self.scores: dict[str, float] = {}  # key → value
-        self.stderr: dict[str, Any] = {}  # metric key → its stderr (number, or "N/A")
+        self.stderr: dict[str, float] = {}  # metric key → its stderr
+        self.stderr_named: dict[str, float] = {}  # the same under lm-eval's name (`…/acc_stderr,none`)
         self.key_file: dict[str, str] = {}
         self.key_time: dict[str, float] = {}
         self.goals: dict[str, str] = {}
@@ -140,7 +129,7 @@ class _Parsed:
         self.meta: dict[str, Any] = {}
         self.files: list[tuple[float, str, dict[str, Any]]] = []
         for path in spec.files:
-            data = read_json(path, self.notes)
+            data = read_json_file(path, self.notes)
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 if data is not None:
                     self.notes.append(f"{os.path.basename(path)}: no `results` object; skipped")
@@ -154,14 +143,12 @@ class _Parsed:
         shadowed: dict[str, list[str]] = {}
         for when, path, data in self.files:
             name = os.path.basename(path)
-            entries = self._entries(data)
-            mine = [t for t in entries if t not in owner]
-            for task in entries:
+            for task, entry in self._entries(data).items():
                 if task in owner:
                     shadowed.setdefault(name, []).append(task)
-            for task in mine:
-                owner[task] = name
-                self._read_task(task, entries[task], data, name, when)
+                else:
+                    owner[task] = name
+                    self._read_task(task, entry, data, name, when)
         for name, tasks in shadowed.items():
             kept = sorted({owner[t] for t in tasks})
             self.notes.append(f"{name}: {', '.join(sorted(tasks))} also scored in the newer "
@@ -190,7 +177,7 @@ class _Parsed:
                 base, sep, filt = metric.partition(",")
                 key = f"{task}/{base[:-len('_stderr')]}" + (f",{filt}" if sep else "")
                 if isinstance(v, int | float) and not isinstance(v, bool):
-                    self.stderr[key] = v
+                    self.stderr[key] = self.stderr_named[f"{task}/{metric}"] = v
                 elif isinstance(v, str):
                     self.na += 1
                 continue
@@ -249,9 +236,7 @@ class _Parsed:
             for k in TOP_CONFIG_KEYS:
                 if data.get(k) not in ("", [], {}):
                     this[k] = data.get(k)
-            for k in set(cfg) | set(this):
-                if k != "limit" and cfg.get(k) != this.get(k) and k in cfg:
-                    differs.add(k)
+            differs |= {k for k in cfg if k != "limit" and cfg[k] != this.get(k)}
             cfg.update(this)
             for task in self._entries(data):
                 if any(self.key_file.get(k) == name for k in self.scores if k.startswith(task + "/")):
@@ -320,23 +305,14 @@ class _Parsed:
         return san.replace("__", "/") if isinstance(san, str) and san else None
 
 
-def _parse(spec: LayoutRun) -> _Parsed:
-    return _Parsed(spec)
-
-
 def meta(spec: LayoutRun) -> Meta:
-    p = _parse(spec)
+    p = _Parsed(spec)
     out = Meta(notes=list(p.notes))
-    out.summary = dict(p.scores)
-    for key, err in p.stderr.items():
-        if isinstance(err, int | float):
-            task, metric = key.split("/", 1)
-            base, sep, filt = metric.partition(",")
-            out.summary[f"{task}/{base}_stderr" + (f",{filt}" if sep else "")] = err
+    out.summary = {**p.scores, **p.stderr_named}
     out.config = p.config
     out.meta = dict(p.meta)
     if p.stderr:
-        out.meta["stderr"] = {k: v for k, v in p.stderr.items() if isinstance(v, int | float)}
+        out.meta["stderr"] = dict(p.stderr)
     out.goals = dict(p.goals)
     out.goal_sources = dict(p.goal_from)
     # a harness score is the benchmark result itself: downstream, whatever its name says
@@ -369,7 +345,7 @@ def meta(spec: LayoutRun) -> Meta:
 
 
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
-    p = _parse(spec)
+    p = _Parsed(spec)
     if not p.scores:
         return rundiff_core.empty_history(), p.notes + ["no task scores in the results file(s)"]
     keys = sorted(p.scores)

@@ -27,10 +27,10 @@ from rundiff_core import (
     read_py_config_file,
 )
 
+from ..common import Meta
 from ..launches import is_number
 from ..lazy import pd
 from ..sniff import points_frame, read_head
-from .common import Meta
 from .mmengine import config_py, save_best_goals
 
 _HEAD = re.compile(rb'^\s*\{\s*"(env_info|config|exp_name|seed|mmdet_version|CLASSES)"\s*:')

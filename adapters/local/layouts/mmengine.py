@@ -26,7 +26,9 @@ from rundiff_core import (
     json_lines,
     read_py_config_file,
 )
+from rundiff_core import read_json_file as read_json
 
+from ..common import Meta
 from ..launches import (
     Launch,
     is_number,
@@ -37,7 +39,6 @@ from ..launches import (
 )
 from ..lazy import pd
 from ..sniff import points_frame, read_head
-from .common import Meta, read_json
 
 _TS = re.compile(r"^\d{8}_\d{6}$")
 _AXIS_FIELDS = ("step", "epoch", "iter")

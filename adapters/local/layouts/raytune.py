@@ -15,10 +15,11 @@ from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
+from rundiff_core import read_json_file as read_json
 
+from ..common import Meta, subdirs
 from ..sniff import read_head, read_table, records_columns, sniff_table, to_long
 from . import raytune_state
-from .common import Meta, read_json, subdirs
 
 RESULT, PARAMS, PROGRESS, ERROR = "result.json", "params.json", "progress.csv", "error.txt"
 X = "training_iteration"

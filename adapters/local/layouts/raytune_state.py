@@ -181,13 +181,15 @@ def parse(path: str, size: int | None = None) -> State:
     except RecursionError:
         return _refused(state, "JSON nested too deeply to read; no trial read")
     except ValueError as exc:
-        salvaged = _salvage(text)
+        from rundiff_core import salvage_list  # a damaged file's readable entries (stdlib only)
+
+        salvaged = salvage_list(text, ("trial_data", "checkpoints"), limit=MAX_TRIALS)
         msg = getattr(exc, "msg", str(exc).split(":")[0])[:60]
         where = f"{msg.removesuffix(' at')} at byte {getattr(exc, 'pos', '?')} of {len(text)}"
-        if salvaged is None or not salvaged[1]:
+        if salvaged is None or not salvaged.entries:
             return _refused(state, f"not valid JSON ({where}: truncated or damaged); no complete "
                             "trial entry before it, no trial read")
-        key, entries = salvaged
+        key, entries = salvaged.key, salvaged.entries
         _refused(state, f"not valid JSON ({where}: truncated or damaged); the {len(entries)} "
                  f"`{key}` entr(ies) complete before it read, the rest (and runner_data) lost")
         data = {key: entries}
@@ -203,34 +205,6 @@ def parse(path: str, size: int | None = None) -> State:
     _read_entries(state, key, entries)
     _read_goal(state, data)
     return state
-
-
-def _salvage(text: str) -> tuple[str, list[Any]] | None:
-    """The complete entries of the `trial_data`/`checkpoints` list of a truncated or damaged
-    file, read one JSON value at a time up to the first that does not parse."""
-    m = re.search(r'"(trial_data|checkpoints)"\s*:\s*\[', text)
-    if m is None:
-        return None
-    decoder = json.JSONDecoder()
-    out: list[Any] = []
-    i, n = m.end(), len(text)
-    while len(out) < MAX_TRIALS:
-        while i < n and text[i] in " \t\r\n":
-            i += 1
-        if i >= n or text[i] == "]":
-            break
-        try:
-            value, i = decoder.raw_decode(text, i)
-        except (ValueError, RecursionError):
-            break
-        out.append(value)
-        while i < n and text[i] in " \t\r\n":
-            i += 1
-        if i < n and text[i] == ",":
-            i += 1
-        else:
-            break
-    return m.group(1), out
 
 
 # -- trials ----------------------------------------------------------------------------------------

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_config_json, read_json_file
 
+from ..common import Meta, iso_seconds
 from ..lazy import pd
 from ..sniff import points_frame
-from .common import Meta, read_config_json, read_json
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -28,7 +28,7 @@ def meta(spec: LayoutRun) -> Meta:
     from rundiff_core import RunEvent
 
     out = Meta()
-    run = read_json(os.path.join(spec.path, "run.json"), out.notes) or {}
+    run = read_json_file(os.path.join(spec.path, "run.json"), out.notes) or {}
     cfg_path = os.path.join(spec.path, "config.json")
     cfg_notes: list[str] = []
     if os.path.isfile(cfg_path) and isinstance(cfg := read_config_json(cfg_path, cfg_notes), dict):
@@ -69,19 +69,10 @@ def _jsonpickled(v: Any) -> Any:
     return v
 
 
-def _iso(ts: Any) -> float:
-    from datetime import datetime  # reading only: sniffing a folder never needs it
-
-    try:
-        return datetime.fromisoformat(str(ts)).timestamp()
-    except ValueError:
-        return float("nan")
-
-
 def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     steps, keys, values, wall = [], [], [], []
-    metrics = read_json(os.path.join(spec.path, "metrics.json"), notes) \
+    metrics = read_json_file(os.path.join(spec.path, "metrics.json"), notes) \
         if os.path.isfile(os.path.join(spec.path, "metrics.json")) else None
     for name, m in (metrics or {}).items():
         if not isinstance(m, dict):
@@ -94,11 +85,11 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             steps.append(float(ss[i]) if i < len(ss) and isinstance(ss[i], int | float) else float(i))
             keys.append(str(name))
             values.append(float(v))
-            wall.append(_iso(ts[i]) if i < len(ts) else float("nan"))
+            wall.append(iso_seconds(ts[i]) if i < len(ts) else float("nan"))
     if metrics is not None:
         notes.append(f"metrics.json: {len(metrics)} series (Sacred's steps/values/timestamps)")
     info_path = os.path.join(spec.path, "info.json")
-    info = read_json(info_path, notes) if os.path.isfile(info_path) else None
+    info = read_json_file(info_path, notes) if os.path.isfile(info_path) else None
     if isinstance(info, dict):
         n = 0
         for k, vs in info.items():

@@ -9,10 +9,12 @@ from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_config_yaml as read_yaml
+from rundiff_core import read_json_file as read_json
 
+from ..common import Meta, subdirs
 from ..lazy import np, pd
 from ..sniff import read_head
-from .common import Meta, read_json, read_yaml, subdirs
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:

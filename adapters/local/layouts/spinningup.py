@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import CONFIG_FILES, Claimed, LayoutFolder, LayoutRun, read_config_files
 
+from ..common import Meta
 from ..lazy import pd
 from ..sniff import one_row, read_table, sniff_table
-from .common import CONFIG_FILES, Meta, read_config_files
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:

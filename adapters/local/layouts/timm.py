@@ -23,10 +23,11 @@ import os
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_config_yaml as read_yaml
 
+from ..common import Meta, count_rows, files_beside, run_dir
 from ..lazy import pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import Meta, count_rows, files_beside, read_yaml, run_dir
 
 SUMMARY = "summary.csv"
 

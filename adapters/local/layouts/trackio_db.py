@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from rundiff_core import Claimed, InputError, LayoutFolder, LayoutRun
 
+from ..common import Meta, strip_seed
 from ..lazy import pd
-from .common import Meta, strip_seed
 
 _T = TypeVar("_T")
 

@@ -48,10 +48,11 @@ import re
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import read_config_yaml as read_yaml
 
+from ..common import MAX_COUNT_BYTES, Meta, count_rows, files_beside, run_dir
 from ..lazy import np, pd
 from ..sniff import read_columns, sniff_table, to_long
-from .common import MAX_COUNT_BYTES, Meta, count_rows, files_beside, read_yaml, run_dir
 
 RESULTS = "results.csv"
 RESULTS_TXT = "results.txt"  # YOLOv5 <= 5.0: no header

@@ -23,7 +23,7 @@ from typing import Any
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
-from ..layouts.common import Meta
+from ..common import Meta
 from ..lazy import np, pd
 
 

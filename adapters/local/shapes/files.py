@@ -9,10 +9,19 @@ import re
 from typing import Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
-from rundiff_core import Claimed, LayoutFolder, LayoutRun, flatten
+from rundiff_core import (
+    CONFIG_FILES,
+    Claimed,
+    LayoutFolder,
+    LayoutRun,
+    SignatureNames,
+    flatten,
+    read_config_files,
+    read_json_file,
+)
 
+from ..common import Meta, scalars
 from ..documents import RESULT_SECTIONS, SETTING_SECTIONS, document_parts
-from ..layouts.common import CONFIG_FILES, Meta, name_matches, read_config_files, read_json, scalars
 from ..lazy import pd
 from ..shape import ColumnLists
 from ..sniff import (
@@ -47,7 +56,7 @@ NOT_LOGS = {"readme", "license", "licence", "requirements.txt", "dvc.lock", "dvc
 
 
 def is_result_file(name: str) -> bool:
-    return name_matches(name.lower(), RESULT_PATTERNS) or is_metadata_file(name)
+    return SignatureNames((name,)).match(RESULT_PATTERNS) or is_metadata_file(name)
 
 
 def is_metadata_file(name: str) -> bool:
@@ -642,7 +651,7 @@ def _document_meta(spec: LayoutRun) -> Meta:
     out = Meta()
     for i, path in enumerate(spec.files):
         doc = spec.sniffs[path]
-        data = read_json(path, out.notes)
+        data = read_json_file(path, out.notes)
         if isinstance(data, dict) and doc.section is not None:
             data = data.get(doc.section)
         if not isinstance(data, dict):
@@ -728,7 +737,7 @@ def meta(spec: LayoutRun) -> Meta:
         if not base.lower().endswith(".json"):
             out.notes.append(f"{base} (CSV) → history")
             continue
-        data = read_json(path, out.notes)
+        data = read_json_file(path, out.notes)
         if is_metadata_file(base) and isinstance(data, dict):
             config, metadata = rundiff_core.split_metadata(data)
             out.config.update(config)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, read_config_files
 
-from ..layouts.common import Meta, read_config_files
+from ..common import Meta
 from ..lazy import pd
 
 

@@ -36,9 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun
+from rundiff_core import Claimed, LayoutFolder, LayoutRun, SignatureNames
 
-from ..layouts.common import Meta, name_matches
+from ..common import Meta
 from ..lazy import pd
 
 LAYOUT = "sqlite-store"
@@ -317,7 +317,7 @@ def kv_tables(schema: Schema) -> list[dict[str, str | None]]:
 
 
 def _named(name: str) -> bool:
-    return name_matches(name.lower(), SIGNATURE)
+    return SignatureNames((name,)).match(SIGNATURE)
 
 
 def file_runs(path: str, alone: bool) -> list[LayoutRun]:

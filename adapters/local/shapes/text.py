@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import os
 
-from rundiff_core import Claimed, LayoutFolder, LayoutRun, log_head_config, split_metadata
+from rundiff_core import (
+    Claimed,
+    LayoutFolder,
+    LayoutRun,
+    log_head_config,
+    read_config_files,
+    split_metadata,
+)
 
-from ..layouts.common import Meta, read_config_files
+from ..common import Meta
 from ..lazy import pd
 
 

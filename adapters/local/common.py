@@ -1,6 +1,5 @@
-"""What the layouts share: reading JSON and YAML with notes, a folder's config files (serialized
-objects in them shown as one opaque value each), scalars of a nested mapping, and the seed rule
-on file and folder names."""
+"""What the local readers share: the metadata record a layout's `meta` returns, the seed rule on
+file and folder names, scalars of a nested mapping, a run's folder and the files beside it."""
 
 from __future__ import annotations
 
@@ -8,16 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import rundiff_core  # the seed rule (engines.arms) loads when a run is read, not to sniff
-
-# A run's config files are read by one reader in rundiff_core (rundiff_core.parsing.configfiles,
-# which the TensorBoard source uses too); the names the layouts were written with stay here.
-from rundiff_core import CONFIG_FILES as CONFIG_FILES
 from rundiff_core import flatten
-from rundiff_core import read_config_files as read_config_files
-from rundiff_core import read_config_json as read_config_json
-
-read_json = rundiff_core.read_json_file
-read_yaml = rundiff_core.read_config_yaml
 
 if TYPE_CHECKING:
     from rundiff_core import LayoutMeta as Meta  # the name the layouts were written with
@@ -26,40 +16,6 @@ else:
         """`LayoutMeta(**fields)`: the class is imported, and built, when a layout first reads a
         run's metadata, not when it sniffs a folder (`detect` never builds one)."""
         return rundiff_core.LayoutMeta(**fields)
-
-MAX_JSON_BYTES = 512 << 20  # what read_json loads at most (rundiff_core's MAX_JSON_BYTES)
-
-
-def name_matches(name: str, patterns: tuple[str, ...]) -> bool:
-    """`any(fnmatch.fnmatch(name, p) for p in patterns)`, for names and patterns given in lower
-    case: a pattern of literal characters and `*` is matched with string operations (a sniff asks
-    this of every file, and fnmatch compiles a regex per pattern on first use); any other pattern
-    goes to fnmatch."""
-    for pattern in patterns:
-        if "?" in pattern or "[" in pattern:
-            import fnmatch
-
-            if fnmatch.fnmatch(name, pattern):
-                return True
-            continue
-        parts = pattern.split("*")
-        if len(parts) == 1:
-            if name == pattern:
-                return True
-            continue
-        first, last = parts[0], parts[-1]
-        if len(name) < len(first) + len(last) or not name.startswith(first) or \
-                not name.endswith(last):
-            continue
-        pos, end = len(first), len(name) - len(last)
-        for middle in parts[1:-1]:  # each as early as it fits: the leftmost match never loses
-            found = name.find(middle, pos, end)
-            if found < 0:
-                break
-            pos = found + len(middle)
-        else:
-            return True
-    return False
 
 
 def _stem(name: str) -> str:
@@ -84,9 +40,14 @@ def scalars(d: dict[str, Any], sep: str = "/") -> dict[str, Any]:
             if isinstance(v, int | float | str | bool) or v is None}
 
 
-def numbers(d: dict[str, Any], sep: str = "/") -> dict[str, float]:
-    return {k: v for k, v in scalars(d, sep).items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+def iso_seconds(ts: Any) -> float:
+    """An ISO 8601 time (`2023-10-08T14:38:58.123`) as epoch seconds; NaN when it is not one."""
+    from datetime import datetime  # reading only: sniffing a folder never needs it
+
+    try:
+        return datetime.fromisoformat(str(ts)).timestamp()
+    except ValueError:
+        return float("nan")
 
 
 def subdirs(path: str) -> list[str]:
