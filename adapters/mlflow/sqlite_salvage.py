@@ -785,6 +785,23 @@ def recover(path: str, tables: Iterable[str] | None = None, error: str | None = 
         return hit
 
 
+def recovered(path: str) -> Recovered | None:
+    """What `recover(path, None, …)` already read of the file as it is now (None: nothing yet,
+    or it changed since): a reader that met damage once reads the copy from then on."""
+    try:
+        return _CACHE.get((*_stat_key(path), None))
+    except OSError:
+        return None
+
+
+def damage_message(exc: BaseException) -> str:
+    """What a read that met damage says: SQLite's message, or — when SQLite handed over text it
+    could not decode — that the image is malformed there."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "database disk image is malformed: text that is not UTF-8"
+    return str(exc)
+
+
 def _sqlite_schema(path: str) -> tuple[list[tuple[Any, ...]] | None, str | None]:
     try:
         conn = _ro(path)

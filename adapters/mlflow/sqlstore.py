@@ -30,7 +30,7 @@ from .records import (
     restore_inf,
     status_name,
 )
-from .sqlite_salvage import is_damage, quick_damage
+from .sqlite_salvage import damage_message, is_damage, quick_damage
 
 _ROW = np.dtype([("value", "f8"), ("ts", "i8"), ("step", "i8"), ("is_nan", "i8")])
 _RUN_COLUMNS = ("run_uuid", "experiment_id", "name", "status", "start_time", "end_time",
@@ -72,7 +72,7 @@ class SqliteReader:
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             if not is_damage(exc):
                 raise InputError(f"cannot open {path} as an sqlite database: {exc}") from exc
-            self._salvage(_said(exc))
+            self._salvage(damage_message(exc))
         if self.recovered is None:
             # damage a cheap look finds now: every run then says so, not only those read after
             # a query met it (a larger store's damage is met where its pages are read)
@@ -151,7 +151,7 @@ class SqliteReader:
             if self.recovered is None and is_damage(exc):
                 with self._switch:
                     if self.recovered is None:
-                        self._salvage(_said(exc))
+                        self._salvage(damage_message(exc))
                 try:
                     return fn(self.conn)
                 except sqlite3.Error as again:
@@ -323,11 +323,6 @@ class SqliteReader:
         return cols, notes
 
 
-def _said(exc: BaseException) -> str:
-    """SQLite's word for the damage an exception shows."""
-    if isinstance(exc, UnicodeDecodeError):
-        return "database disk image is malformed: text that is not UTF-8"
-    return str(exc)
 
 
 def _numeric(row: tuple[Any, ...]) -> bool:

@@ -81,7 +81,12 @@ def _damaged_trackio(path: str) -> bool:
 def _read(path: str, fn: Callable[..., _T], *args: Any) -> tuple[_T, Any]:
     """`fn(database, *args)` on the database — or, once it proved damaged, on what can be read of
     it — and what was recovered (None: it is whole)."""
-    from rundiff_adapters.mlflow.sqlite_salvage import is_damage, quick_damage, recover
+    from rundiff_adapters.mlflow.sqlite_salvage import (
+        damage_message,
+        is_damage,
+        quick_damage,
+        recover,
+    )
 
     rec = None
     error = quick_damage(path)  # damage a cheap look finds: every run then says so
@@ -91,8 +96,7 @@ def _read(path: str, fn: Callable[..., _T], *args: Any) -> tuple[_T, Any]:
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             if not is_damage(exc):
                 raise
-            error = str(exc) if isinstance(exc, sqlite3.Error) else \
-                "database disk image is malformed: text that is not UTF-8"
+            error = damage_message(exc)
     try:
         rec = recover(path, None, error)
     except (OSError, ValueError, sqlite3.Error) as exc:

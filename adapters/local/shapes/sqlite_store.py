@@ -139,8 +139,9 @@ def read_schema(path: str) -> Schema | None:
         if rec is not None:  # damaged, and not even its schema could be read
             return Schema({}, error=f"{rec.what()} ({rec.cause})", damaged=rec)
         if _is_damage(exc):
-            return _damaged_schema(path, str(exc) if isinstance(exc, sqlite3.Error) else
-                                   "database disk image is malformed: text that is not UTF-8")
+            from rundiff_adapters.mlflow.sqlite_salvage import damage_message
+
+            return _damaged_schema(path, damage_message(exc))
         return Schema({}, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
 
@@ -199,9 +200,6 @@ def _read_schema(path: str) -> Schema:
 
 
 # -- a damaged file: read from what can be read of it ----------------------------------------------
-_RECOVERED: dict[tuple[Any, ...], Any] = {}
-
-
 def _is_damage(exc: BaseException) -> bool:
     from rundiff_adapters.mlflow.sqlite_salvage import is_damage
 
@@ -210,24 +208,18 @@ def _is_damage(exc: BaseException) -> bool:
 
 def _recovered(path: str) -> Any:
     """What was read of `path` once it proved damaged (None: it has not, or it changed since)."""
-    if not _RECOVERED:
-        return None
-    try:
-        return _RECOVERED.get(_stat_key(path))
-    except OSError:
-        return None
+    from rundiff_adapters.mlflow.sqlite_salvage import recovered
+
+    return recovered(path)
 
 
 def _salvage(path: str, error: str) -> Any:
     from rundiff_adapters.mlflow.sqlite_salvage import recover
 
     try:
-        rec = recover(path, None, error)
+        return recover(path, None, error)
     except (OSError, ValueError, sqlite3.Error):
         return None
-    with _LOCK:
-        _RECOVERED[_stat_key(path)] = rec
-    return rec
 
 
 def _damage_note(rec: Any) -> str:
@@ -238,9 +230,9 @@ def _retry_damaged(path: str, exc: BaseException) -> bool:
     """True when `exc` is damage first met now: the file is recovered, the caller reads again."""
     if not _is_damage(exc) or _recovered(path) is not None:
         return False
-    said = str(exc) if isinstance(exc, sqlite3.Error) else \
-        "database disk image is malformed: text that is not UTF-8"
-    rec = _salvage(path, said)
+    from rundiff_adapters.mlflow.sqlite_salvage import damage_message
+
+    rec = _salvage(path, damage_message(exc))
     return rec is not None and rec.copy is not None
 
 
