@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "is_opaque": "parsing.opaque",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
+    "hydra_overlay": "parsing.hydra",  # a Hydra job's .hydra/ config beneath any run's
+    "HydraOverlay": "parsing.hydra",
     "JsonLines": "parsing.jsonl",  # a JSON-lines file line by line, each kind of damage counted
     "json_lines": "parsing.jsonl",
     "first_json_object": "parsing.jsonl",
@@ -235,6 +237,8 @@ __all__ = [
     "pickled",
     "protobuf",
     "read_jsonl",
+    "hydra_overlay",
+    "HydraOverlay",
     "JsonLines",
     "json_lines",
     "first_json_object",
@@ -341,6 +345,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .parsing.configjoin import joined_config
     from .parsing.configlines import log_head_config
     from .parsing.fidelity import step_notes
+    from .parsing.hydra import HydraOverlay, hydra_overlay
     from .parsing.jsonl import (
         JsonLines,
         JsonlResult,

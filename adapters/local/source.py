@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -23,13 +24,13 @@ from rundiff_core import (
     RunRef,
     arm_config_text,
     filter_keys,
+    hydra_overlay,
     layouts_in_order,
     seed_from_config,
 )
 
 from .common import Meta, seed_from_name, strip_seed
 from .discover import RunSpec, discover
-from .layouts import hydra
 
 
 class LocalSource(BaseSource):
@@ -113,7 +114,11 @@ class LocalSource(BaseSource):
         if meta is None:
             meta = layouts_in_order().module(spec.layout).meta(spec)
             # a Hydra job's .hydra/ gives the config of whatever layout claimed its folder
-            meta = self._meta[spec.path] = hydra.overlay(meta, spec.path)
+            job = hydra_overlay(spec.path, meta.config)
+            if job is not None:
+                meta = replace(meta, config=job.config, notes=[*meta.notes, *job.notes],
+                               meta={**meta.meta, **job.meta}, arm=meta.arm or job.arm)
+            self._meta[spec.path] = meta
         return meta
 
     def load_run(self, ref: RunRef) -> Run:

@@ -189,10 +189,11 @@ def _run_config(run_dir: str, hparams: dict, notes: list[str], meta: dict) -> di
     """The run's config: the hparams plugin's values, with the config files beside the event
     files merged beneath them (rundiff_core.read_run_config: config.json/yaml/yml, hparams.yaml,
     params.yaml/json, args.json/yaml/txt, opt.yaml, hyp.yaml under `hyp`, variant.json) — a
-    config file found beside an event file belongs to that run. What each file gave is a note
+    config file found beside an event file belongs to that run, and so does the `.hydra/` of the
+    Hydra job folder holding it (rundiff_core.hydra_overlay). What each file gave is a note
     and `meta["config_files"]`; tracker metadata (W&B's `_wandb`, wandb-metadata.json) goes to
     meta, never config."""
-    from rundiff_core import joined_config, read_run_config
+    from rundiff_core import hydra_overlay, joined_config, read_run_config
 
     got = read_run_config(run_dir, base=hparams)
     notes += got.notes
@@ -201,7 +202,13 @@ def _run_config(run_dir: str, hparams: dict, notes: list[str], meta: dict) -> di
         meta["config_files"] = got.files
     if any(name in got.files for name in got.sources):
         meta["config_from"] = " + ".join(got.sources)
-    return _with_joined(got.config, joined_config(run_dir), notes, meta)
+    config = got.config
+    job = hydra_overlay(run_dir, config)  # Lightning's version_N/ inside a Hydra job folder
+    if job is not None:
+        config = job.config
+        notes += job.notes
+        meta.update(job.meta)
+    return _with_joined(config, joined_config(run_dir), notes, meta)
 
 
 def _with_joined(config: dict, joined: tuple[dict, list[str]], notes: list[str],

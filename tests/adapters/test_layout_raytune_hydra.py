@@ -446,7 +446,7 @@ def test_hydra_real_run_folders_config_overrides_and_notes():
         notes = "\n".join(run.fidelity)
         assert ("config from ../../.hydra/config.yaml (the Hydra job folder `outputs`, 2 level(s) "
                 "up); overrides: " + ", ".join(exp["overrides"])) in notes
-        assert "hparams.yaml → config" in notes and "the layout's own config merged over it" in notes
+        assert "hparams.yaml → config" in notes and "the run's own config merged over it" in notes
     exp = _expected(NEURAL_SA)["run_dirs"]["outputs"]
     run = _runs(NEURAL_SA)["outputs/outputs"]
     assert run.meta["hydra_overrides"] == exp["overrides"]
@@ -498,7 +498,7 @@ def test_hydra_overlay_applies_to_any_layout_and_the_layouts_own_values_win(hydr
     assert cfg["model.depth"] == 3  # config.json (the layout's) over .hydra/config.yaml's 2
     notes = "\n".join(run.fidelity)
     assert "config.json → config" in notes
-    assert "the layout's own config merged over it (its values win; 1 key(s) differ from " \
+    assert "the run's own config merged over it (its values win; 1 key(s) differ from " \
            ".hydra/config.yaml: model.depth)" in notes
     assert run.point_count("AverageEpRet") == 5
 

@@ -1,6 +1,6 @@
-"""Hydra's `.hydra/` folder as a config overlay (not a layout): whatever layout claims a run
-folder — sniffed tables, Ultralytics, a Lightning CSV, an HF Trainer output — the Hydra job that
-wrote it left `.hydra/config.yaml` (the composed config), `.hydra/overrides.yaml` (the command
+"""Hydra's `.hydra/` folder as a config overlay (not a layout): whatever reads a run folder —
+`local:`'s layouts (sniffed tables, Ultralytics, a Lightning CSV, an HF Trainer output) or the
+TensorBoard source (Lightning's `lightning_logs/version_N/` events) — the Hydra job that wrote it left `.hydra/config.yaml` (the composed config), `.hydra/overrides.yaml` (the command
 line's overrides: what tells the jobs of a sweep apart) and `.hydra/hydra.yaml` (Hydra's own
 settings: job name and number, RUN/MULTIRUN, version).
 
@@ -11,8 +11,8 @@ by name. A multirun (`multirun/<date>/<time>/<num>/`) needs nothing more: each j
 run with its own `.hydra/`, the `<time>/` folder (with `multirun.yaml`, never a run) is their
 collection.
 
-Precedence: `.hydra/config.yaml` is the base; the layout's own config (`hparams.yaml`,
-`args.yaml`, `params.json`, …) is merged over it key by key, and wins where both set a leaf
+Precedence: `.hydra/config.yaml` is the base; the run's own config (`hparams.yaml`, `args.yaml`,
+`params.json`, the hparams plugin, …) is merged over it key by key, and wins where both set a leaf
 (it is what the framework recorded for this very run; a `.hydra/` in an ancestor may describe
 the folder's last launch only). Clashing leaves with different values are named in a note.
 """
@@ -20,10 +20,11 @@ the folder's last launch only). Clashing leaves with different values are named 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from rundiff_core import LayoutMeta, flatten, read_config_yaml
+from .configfiles import read_config_yaml
+from .nested import flatten
 
 HYDRA_DIR = ".hydra"
 FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
@@ -132,34 +133,44 @@ def _missing(config: dict[str, Any]) -> list[str]:
     return [k for k, v in flatten(config).items() if v == "???"]
 
 
-def overlay(meta: LayoutMeta, run_path: str) -> LayoutMeta:
-    """`meta` with the Hydra job's config merged in, its overrides in `meta.meta` and the notes
-    that say so; `meta` itself when no `.hydra/` is found."""
+@dataclass
+class HydraOverlay:
+    """A run's config with its Hydra job's merged beneath, and what to say and keep of it."""
+
+    config: dict[str, Any]
+    notes: list[str]
+    meta: dict[str, Any]  # hydra_overrides, hydra (job name/num, mode, version, job_folder)
+    arm: str | None  # a multirun job's arm: the sweep's job name
+
+
+def hydra_overlay(run_path: str, own: dict[str, Any]) -> HydraOverlay | None:
+    """The config of the run at `run_path` (`own`: what its reader found) with the Hydra job's
+    `.hydra/config.yaml` beneath it, its overrides and settings for the run's meta, and the notes
+    that say so; None when no `.hydra/` is found."""
     folder = find_job(run_path)
     if folder is None:
-        return meta
+        return None
     job = read_job(folder)
     run_folder = os.path.abspath(run_path.split("#", 1)[0])
     if not os.path.isdir(run_folder):
         run_folder = os.path.dirname(run_folder)
     levels = os.path.relpath(run_folder, folder).count(os.sep) + 1 if run_folder != folder else 0
-    where = f"{HYDRA_DIR}/" if not levels else \
-        f"{'../' * levels}{HYDRA_DIR}/"
+    where = f"{'../' * levels}{HYDRA_DIR}/"
     whose = "" if not levels else \
         f" (the Hydra job folder `{os.path.basename(folder)}`, {levels} level(s) up)"
     shown = ", ".join(job.overrides[:8]) + (f" and {len(job.overrides) - 8} more"
                                             if len(job.overrides) > 8 else "")
     notes = []
     clashes: list[str] = []
-    config = meta.config
+    config = own
     if job.has_config:
-        config = _merge(job.config, meta.config, clashes)
+        config = _merge(job.config, own, clashes)
         notes.append(f"config from {where}config.yaml{whose}; overrides: {shown or 'none'}")
     else:
         notes.append(f"Hydra job folder{whose}: no {where}config.yaml; overrides: "
                      f"{shown or 'none'}")
-    if meta.config and job.has_config:
-        notes.append("the layout's own config merged over it (its values win"
+    if own and job.has_config:
+        notes.append("the run's own config merged over it (its values win"
                      + (f"; {len(clashes)} key(s) differ from {where}config.yaml: "
                         f"{', '.join(clashes[:5])}{'…' if len(clashes) > 5 else ''})"
                         if clashes else ")"))
@@ -173,14 +184,10 @@ def overlay(meta: LayoutMeta, run_path: str) -> LayoutMeta:
                 f"#{h['job_num']}" if "job_num" in h else "", h.get("mode", ""),
                 f"Hydra {h['version']}" if "version" in h else ""]
         notes.append(f"{where}hydra.yaml → meta.hydra ({', '.join(b for b in bits if b)})")
-    notes += job.notes
-    extra = {**meta.meta, "hydra_overrides": list(job.overrides),
-             "hydra": {**job.hydra, "job_folder": folder}}
-    arm = meta.arm
-    if arm is None and not levels and job.hydra.get("mode") == "MULTIRUN" \
-            and "job_name" in job.hydra:
-        arm = str(job.hydra["job_name"])  # sweep jobs are named by number: the sweep is the arm
-    return replace(meta, config=config, notes=list(meta.notes) + notes, meta=extra, arm=arm)
+    arm = str(job.hydra["job_name"]) if not levels and job.hydra.get("mode") == "MULTIRUN" \
+        and "job_name" in job.hydra else None  # sweep jobs are named by number: the sweep is the arm
+    return HydraOverlay(config, notes + job.notes, {
+        "hydra_overrides": list(job.overrides), "hydra": {**job.hydra, "job_folder": folder}}, arm)
 
 
-__all__ = ["HydraJob", "find_job", "overlay", "read_job"]
+__all__ = ["HydraJob", "HydraOverlay", "find_job", "hydra_overlay", "read_job"]
