@@ -36,8 +36,9 @@ def find_runs(root: str, depth: int = 3, limit: int | None = None) -> list:
 @hookimpl
 def rundiff_register_layouts(register):
     from .layouts import BUILTIN
+    from .shapes import SHAPE_READERS
 
-    for spec in BUILTIN:
+    for spec in BUILTIN + SHAPE_READERS:
         register(spec)
 
 

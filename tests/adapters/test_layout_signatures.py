@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rundiff_adapters.local import discover
 from rundiff_adapters.local.layouts import BUILTIN
+from rundiff_adapters.local.shapes import SHAPE_READERS
 from rundiff_adapters.local.shapes.files import sniff_files
 from rundiff_adapters.local.sniff import SNIFF_BYTES, may_be_text_log, read_head
 
@@ -31,7 +32,7 @@ from rundiff_core.layouts import LayoutRegistry, LayoutSpec, SignatureNames, glo
 REPO = Path(__file__).resolve().parents[2]
 REALDATA = Path(os.environ.get("RUNDIFF_REALDATA", REPO.parent / "shared" / "realdata"))
 ROOTS = [REPO / "tests" / "fixtures", REPO / "tests" / "trajectories" / "fixtures", REALDATA]
-SIGNED = [spec for spec in BUILTIN if spec.signature]
+SIGNED = [spec for spec in BUILTIN + SHAPE_READERS if spec.signature]
 
 
 def _folders(root: Path):  # noqa: ANN202 - (path, files, dirs) as discover offers them

@@ -1,15 +1,13 @@
-"""The built-in layouts of `local:`, one module each, registered through the
-`rundiff_register_layouts` hook like a third party's (rundiff_core.layouts). The named layouts
-(one framework each) live here; the shape readers, which name none, in adapters/local/shapes/.
-Their order here is documentation; detection order is their priority (docs/local.md's table is
-generated from the registry)."""
+"""The named layouts of `local:` (one framework each), one module each, registered through the
+`rundiff_register_layouts` hook like a third party's (rundiff_core.layouts); the shape readers,
+which name none, register from adapters/local/shapes/. Their order here is documentation;
+detection order is their priority (docs/local.md's table is generated from the registry)."""
 
 from __future__ import annotations
 
 from rundiff_core import LayoutSpec
 
 _PKG = "rundiff_adapters.local.layouts"  # the named layouts: each names its framework
-_SHAPES = "rundiff_adapters.local.shapes"  # the shape readers: what a file's content says it is
 _LAUNCH_DIR = "????????_??????"  # mmengine's <timestamp>/ launch folders (`\d{8}_\d{6}`)
 
 # Each signature names what the layout's `claim` (and `claim_file`) cannot do without: a folder
@@ -75,29 +73,4 @@ BUILTIN = (
                "mmcv / mmdetection 2.x `*.log.json` (JSON lines with `mode` train/val)",
                priority=82, one_run="each `*.log.json` (one launch, with its header's config)",
                signature=("*.log.json",)),
-    LayoutSpec("column-lists", f"{_SHAPES}.column_lists",
-               "JSON objects of per-epoch lists (`{\"loss\": [...], \"val_loss\": [...]}`, Keras "
-               "`history.history`, any other keys beside them), found by the `files` sniff",
-               priority=84, one_run="each file", signature=("*.json",)),
-    LayoutSpec("markdown", f"{_SHAPES}.markdown",
-               "Markdown results (`.md`): pipe tables, code blocks holding logs, `key: value` "
-               "lines, by heading; found by the `files` sniff",
-               priority=86, one_run="the file, or each of its alike sections "
-               "(`local:FILE.md#HEADING`)", signature=("*.md", "*.markdown")),
-    LayoutSpec("sqlite-store", f"{_SHAPES}.sqlite_store",
-               "a SQLite file recognised by its schema (header + `sqlite_master`, not its name): an "
-               "Optuna study store, or a table of key/step/value rows (with a run id column or "
-               "not); the logs beside it are sniffed as by `files`",
-               priority=895, one_run="each Optuna trial (`local:STUDY.db#STUDY_NAME/NUMBER`), or "
-               "each run id of a key/step/value table (the file when it has none)",
-               signature=("*.db", "*.sqlite", "*.sqlite3", "*.db3", "*.sdb", "*.s3db", "*.sl3",
-                          "*.sqlitedb")),
-    LayoutSpec("files", f"{_SHAPES}.files",
-               "sniffed tabular logs, Keras `CSVLogger` files, `*results*.json`, `*meta*.json`, "
-               "`eval*.csv`, `metrics.csv`",
-               priority=900, one_run="the folder's tables together"),
-    LayoutSpec("text", f"{_SHAPES}.text",
-               "text logs with `key:value` / `key=value` / `key value` fields and a step (found "
-               "by the `files` sniff)",
-               priority=910, one_run="**each file** (a folder of repeat runs lists one run per log)"),
 )
