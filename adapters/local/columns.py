@@ -29,8 +29,8 @@ class Columns:
     bad: dict[str, int] = field(default_factory=dict)
     #: the file line of each row, where the reader kept it (`sniff.row_lines` gives it always)
     lines: np.ndarray | None = None
-    #: lines skipped for their number of cells: (line, text)
-    ragged: list[tuple[int, str]] = field(default_factory=list)
+    #: lines skipped for their number of cells: (line, text, cells)
+    ragged: list[tuple[int, str, int]] = field(default_factory=list)
     #: each unreadable cell of `bad`: (row, column, text)
     cells: list[tuple[int, str, str]] = field(default_factory=list)
     #: a last line without its line end, not read as a row (`whole_lines`): (line, text)

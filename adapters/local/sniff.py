@@ -583,7 +583,7 @@ def _read_lines(path: str, sniff: Sniff, notes: list[str], share: float, whole_l
     width, ws = len(header), sniff.kind == "ws"
     rows: list[list[str]] = []
     line_no: list[int] = []
-    ragged: list[tuple[int, str]] = []
+    ragged: list[tuple[int, str, int]] = []
     for i in range(first + (not sniff.headerless), len(lines)):
         raw = lines[i].rstrip("\r")
         if not raw.strip():
@@ -592,7 +592,7 @@ def _read_lines(path: str, sniff: Sniff, notes: list[str], share: float, whole_l
         if ws and 0 < len(row) < width:
             row += [""] * (width - len(row))
         if len(row) != width:
-            ragged.append((i + 1, raw))
+            ragged.append((i + 1, raw, len(row)))
             continue
         rows.append(row)
         line_no.append(i + 1)
@@ -636,20 +636,21 @@ _COUNTED = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:/\d+|[KMGT])\s*$"
 
 
 def row_lines(path: str, cols: Columns, sniff: Sniff) -> np.ndarray:
-    """The 1-based file line of each of `cols`' rows: as the reader kept them, or (pyarrow's
-    read, which skips no line but blank ones) the non-blank lines after the header."""
+    """The 1-based file line of each of `cols`' rows: as the line reader kept them, or (pyarrow's
+    read, which skips blank lines only and ends a line at `\r` too) the non-blank lines after the
+    header (0 where the file changed since)."""
     if cols.lines is not None:
         return cols.lines
     try:
         with open(path, "rb") as fh:
-            lines = fh.read().split(b"\n")
+            lines = fh.read().splitlines()
     except OSError:
-        return np.zeros(cols.rows, dtype=np.int64)
+        lines = []
     first = len(sniff.comments)
     while first < len(lines) and not lines[first].strip():
         first += 1
-    found = [i + 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
-    return np.asarray(found[:cols.rows], dtype=np.int64)
+    found = [i + 1 for i in range(first + 1, len(lines)) if lines[i]][:cols.rows]
+    return np.asarray(found + [0] * (cols.rows - len(found)), dtype=np.int64)
 
 
 def _looks_unix(values: np.ndarray) -> float | None:
