@@ -170,7 +170,7 @@ def progress_history(path: str) -> tuple[pd.DataFrame, list[str]]:
         bad_x = ok & ~np.isfinite(x)
         if bad_x.any():
             at = lines(bad_x)
-            notes.append(f"{name}: {len(at)} row(s) whose {step} is {_kinds(x[bad_x])} skipped "
+            notes.append(f"{name}: {len(at)} row(s) whose {step} is {_cell_kinds(x[bad_x], ok[bad_x])} skipped "
                          f"(line {_shown(at)}): an x that is not a finite number places no point")
             cols.valid = [v & np.isfinite(x) if n == step else v
                           for n, v in zip(cols.names, cols.valid, strict=True)]
@@ -179,11 +179,6 @@ def progress_history(path: str) -> tuple[pd.DataFrame, list[str]]:
 
 
 STEP = "time/total_timesteps"
-
-
-def _kinds(values: np.ndarray) -> str:
-    kinds = sorted({"NaN" if math.isnan(v) else "infinite" for v in values.tolist()})
-    return " or ".join(kinds)
 
 
 def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
