@@ -52,7 +52,7 @@ from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
 from ..lazy import np, pd
 from ..sniff import is_number, read_columns, read_head, sniff_table, to_long
-from .common import Meta, count_rows, files_beside, read_yaml, run_dir, yaml_config
+from .common import Meta, count_rows, files_beside, run_dir, yaml_config
 
 if TYPE_CHECKING:
     from ..columns import Columns
@@ -248,27 +248,11 @@ def _last_part(path: object) -> str:
 def meta(run: LayoutRun) -> Meta:
     out = Meta()
     d = run_dir(run)
-    args, opt, hyp = (os.path.join(d, n) for n in ("args.yaml", "opt.yaml", "hyp.yaml"))
+    args = os.path.join(d, "args.yaml")
     if not yaml_config(out, args, "Ultralytics v8+ train arguments, hyperparameters at top level"):
-        yaml_config(out, opt, "YOLOv5 train options")
-        if os.path.isfile(hyp):
-            h = read_yaml(hyp, out.notes)
-            if isinstance(h, dict):
-                before = out.config.get("hyp")
-                out.config["hyp"] = h
-                if isinstance(before, dict) and before != h:
-                    diff = sorted(k for k in set(before) | set(h) if before.get(k) != h.get(k))
-                    out.notes.append("hyp.yaml → config.hyp (it differs from opt.yaml's hyp in "
-                                     f"{', '.join(diff[:5])}{'…' if len(diff) > 5 else ''}: "
-                                     "hyp.yaml's values kept)")
-                elif isinstance(before, str) and before:
-                    out.notes.append(f"hyp.yaml → config.hyp (opt.yaml's hyp was the path {before!r})")
-                else:
-                    out.notes.append("hyp.yaml → config.hyp (YOLOv5 hyperparameters"
-                                     + ("; opt.yaml nests the same under hyp)"
-                                        if isinstance(before, dict) else ")"))
-            elif h is not None:
-                out.notes.append("hyp.yaml: not a mapping; ignored")
+        # YOLOv5: opt.yaml, and hyp.yaml as config.hyp over the path or copy opt.yaml holds there
+        got = rundiff_core.read_run_config(d, ("opt.yaml", "hyp.yaml"), metadata=())
+        out.config, out.notes = got.config, out.notes + got.notes
     cfg = out.config
     saved = _last_part(cfg.get("save_dir"))
     base = os.path.basename(os.path.normpath(d))
