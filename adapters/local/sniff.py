@@ -392,12 +392,9 @@ def _read_json_array(path: str, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def _ends_line(path: str) -> bool:
-    """Whether the file's last byte ends a line (an empty file does)."""
+    """Whether the file's last byte ends a line (an empty or unreadable file: as if it did)."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            if not fh.tell():
-                return True
             fh.seek(-1, os.SEEK_END)
             return fh.read(1) == b"\n"
     except OSError:
