@@ -70,3 +70,21 @@ def test_a_whitespace_tables_short_line_is_padded_and_a_headerless_counter_read(
     path.write_text("0/9 2.5G 1.0\n1/9 2.5G 0.5\n")
     cols, _ = read_columns(str(path), Sniff("ws", header=["epoch", "mem", "loss"], headerless=True))
     assert _col(cols, "epoch") == [0, 1] and np.allclose(_col(cols, "mem"), [2.5, 2.5])
+
+
+def test_a_short_line_is_skipped_not_padded_for_its_last_cell_is_cut(tmp_path):
+    """A delimited line cut mid-way (a zeroed block, a half-written line) ends in a cut number
+    (`0.59234` → `0.59`): padded with empty cells (as pandas' reader did) it put that wrong
+    number in the history; skipped, every number read is one the writer wrote."""
+    from rundiff_adapters.local.sniff import read_table
+
+    lines = ["epoch,loss,acc"] + [f"{e},0.5{e}234,0.9{e}1" for e in range(30)]
+    lines[10] = lines[10][:6]  # epoch 9's line, cut inside its loss cell: `9,0.59`
+    path = tmp_path / "results.csv"
+    path.write_text("\n".join(lines) + "\n")
+    frame, notes = read_table(str(path))
+    loss = frame[frame["key"].astype(str) == "loss"]
+    assert 9 not in loss["step"].tolist() and len(loss) == 29
+    assert all(v == pytest.approx(float(f"0.5{int(e)}234")) for e, v in zip(loss["step"], loss["value"],
+                                                                          strict=True))
+    assert any("1 malformed row(s) skipped" in n for n in notes)
