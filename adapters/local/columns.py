@@ -27,9 +27,18 @@ class Columns:
     labels: dict[str, list[Any]] = field(default_factory=dict)
     #: unreadable cells skipped in otherwise numeric columns ({column: count})
     bad: dict[str, int] = field(default_factory=dict)
+    #: the file line of each row, where the reader kept it (`sniff.row_lines` gives it always)
+    lines: np.ndarray | None = None
+    #: lines skipped for their number of cells: (line, text, cells)
+    ragged: list[tuple[int, str, int]] = field(default_factory=list)
+    #: each unreadable cell of `bad`: (row, column, text)
+    cells: list[tuple[int, str, str]] = field(default_factory=list)
+    #: a last line without its line end, not read as a row (`whole_lines`): (line, text)
+    partial: tuple[int, str] | None = None
 
     def slice(self, start: int, stop: int) -> Columns:
         """Rows start..stop-1: one launch of a file that holds several."""
         return Columns(self.names, [v[start:stop] for v in self.values],
                        [ok[start:stop] for ok in self.valid], self.text, max(0, stop - start),
-                       {k: v[start:stop] for k, v in self.labels.items()}, self.bad)
+                       {k: v[start:stop] for k, v in self.labels.items()}, self.bad,
+                       None if self.lines is None else self.lines[start:stop])

@@ -84,3 +84,17 @@ def count_rows(path: str) -> int | None:
     except OSError:
         return None
     return max(len(lines) - 1, 0)
+
+
+def yaml_config(out: Any, path: str, said: str) -> bool:
+    """A YAML argument dump's mapping as `out.config` (a `Meta`), noted `<name> (<said>) → config`;
+    False when there is no such file."""
+    if not os.path.isfile(path):
+        return False
+    data = rundiff_core.read_config_yaml(path, out.notes)
+    if isinstance(data, dict):
+        out.config = data
+        out.notes.append(f"{os.path.basename(path)} ({said}) → config")
+    elif data is not None:
+        out.notes.append(f"{os.path.basename(path)}: not a mapping; no config")
+    return True

@@ -33,6 +33,9 @@ TIME_NAMES = ("wall_time", "timestamp", "_timestamp", "time")
 SPLIT_NAMES = ("split", "phase", "stage", "mode", "type")
 MAX_SPLIT_LABELS = 8  # more distinct values than this is not a split, it is text
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,31}$")
+#: A numeric column may hold this share of unreadable cells (a damaged byte, a half-written
+#: row) and stay numeric: those cells are skipped and counted, never the column.
+MAX_BAD_SHARE = 0.01
 SNIFF_BYTES = 16 << 10
 SNIFF_LINES = 40
 KINDS = {"\t": "TSV", ",": "CSV", ";": "semicolon-separated text", "ws": "whitespace-delimited text",
@@ -243,19 +246,25 @@ def _sniff_jsonl(body: list[str], comments: list[str]) -> Sniff | None:
 _RECENT: dict[tuple[Any, ...], tuple[Columns, list[str]]] = {}  # the last few tables read
 
 
-def read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
+def read_columns(path: str, sniff: Sniff, *, bad_share: float | None = None,
+                 whole_lines: bool = False) -> tuple[Columns, list[str]]:
     """Every row of a sniffed file as float columns; text columns are named, not loaded. The
     last few are kept (by path, size and mtime): deciding a file's launches reads it, and its
-    history then needs no second read."""
+    history then needs no second read. A layout that knows more than the shape says it:
+    `bad_share`, the share of a numeric column's cells that may be unreadable (damage) before
+    it is taken for text (MAX_BAD_SHARE; 1: numeric while it holds a number); `whole_lines`,
+    the writer ends every line, so a last line without its line end is being written: not a
+    row (`Columns.partial`)."""
+    share = MAX_BAD_SHARE if bad_share is None else bad_share
     try:
         st = os.stat(path)
         stamp = (path, st.st_size, st.st_mtime_ns, sniff.kind, tuple(sniff.header),
-                 sniff.headerless, len(sniff.comments))
+                 sniff.headerless, len(sniff.comments), share, whole_lines)
     except OSError:
         stamp = None
     hit = _RECENT.get(stamp) if stamp else None
     if hit is None:
-        hit = _read_columns(path, sniff)
+        hit = _read_columns(path, sniff, share, whole_lines)
         if stamp is not None:
             if len(_RECENT) >= 4:
                 _RECENT.pop(next(iter(_RECENT)))
@@ -297,15 +306,17 @@ def launches(path: str, sniff: Sniff) -> list[tuple[int, int]] | None:
 LAUNCH_BYTES = 8 << 20  # a larger table is read as one launch (its launches are not looked for)
 
 
-def _read_columns(path: str, sniff: Sniff) -> tuple[Columns, list[str]]:
+def _read_columns(path: str, sniff: Sniff, share: float, whole_lines: bool
+                  ) -> tuple[Columns, list[str]]:
     name = os.path.basename(path)
     notes: list[str] = []
-    if sniff.kind in ("\t", ",", ";") and not sniff.headerless:
-        cols = _read_arrow_csv(path, sniff, notes)
+    if sniff.kind in ("\t", ",", ";") and not sniff.headerless and not (
+            whole_lines and not _ends_line(path)):
+        cols = _read_arrow_csv(path, sniff, notes, share)
         if cols is not None:
             return cols, notes
     if sniff.kind in ("\t", ",", ";", "ws"):
-        return frame_columns(_read_pandas(path, sniff, notes), labels=True), notes
+        return _read_lines(path, sniff, notes, share, whole_lines), notes
     if sniff.kind == "jsonl":
         from rundiff_core import read_jsonl
 
@@ -380,7 +391,17 @@ def _read_json_array(path: str, notes: list[str]) -> list[dict[str, Any]]:
     return records
 
 
-def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str]) -> Columns | None:
+def _ends_line(path: str) -> bool:
+    """Whether the file's last byte ends a line (an empty or unreadable file: as if it did)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+    except OSError:
+        return True
+
+
+def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str], share: float) -> Columns | None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -407,7 +428,7 @@ def _read_arrow_csv(path: str, sniff: Sniff, notes: list[str]) -> Columns | None
         notes.append(f"{os.path.basename(path)}: ragged or malformed rows "
                      f"({str(exc).splitlines()[0][:100]}); read row by row, bad rows skipped")
         return None
-    return _arrow_columns(table, labels=True)
+    return _arrow_columns(table, labels=True, share=share)
 
 
 def _flatten_arrow(table: Any) -> Any:
@@ -423,19 +444,21 @@ def _is_split_name(name: str) -> bool:
     return norm_name(name) in SPLIT_NAMES or _norm_key(name) in KEY_NAMES
 
 
-def _arrow_columns(table: Any, labels: bool = False) -> Columns:
+def _arrow_columns(table: Any, labels: bool = False, share: float = MAX_BAD_SHARE) -> Columns:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names, values, valid, text = [], [], [], []
     kept: dict[str, list[Any]] = {}
     bad: dict[str, int] = {}  # a numeric column's few unreadable cells: skipped, counted
+    cells_bad: list[tuple[int, str, str]] = []  # and each of them: (row, column, text)
     for name, col in zip(table.column_names, table.columns, strict=True):
         typ = col.type
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
             head = [v for v in col.slice(0, 200).drop_null().to_pylist() if v.strip()]
             words = sum(1 for v in head if not is_number(v))
-            if words and (words > 2 or words == len(head)):  # a text column (a damaged cell or
+            if words and (words > max(2, share * len(head)) or words == len(head)):  # text (a
+                # damaged cell or two in a numeric column is read below, cell by cell)
                 # two in a numeric one is read below, cell by cell)
                 text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
                 if labels and _is_split_name(name):
@@ -445,22 +468,25 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
                 col = pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 cells = [c.strip() if isinstance(c, str) else c for c in col.to_pylist()]
-                numbers = _numbers_or_none(cells)
+                numbers = _numbers_or_none(cells, share)
                 if numbers is None:
                     text.append(name)
                     continue
                 col, lost = numbers
-                bad[str(name)] = lost
+                bad[str(name)] = len(lost)
+                cells_bad += [(r, str(name), c) for r, c in lost]
         elif pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
             # bytes that are not UTF-8 (a damaged byte): each cell decoded on its own, so one
             # bad cell is skipped and counted, not the column
             cells = [c.decode("utf-8", "replace").strip() if c is not None else None
                      for c in col.to_pylist()]
-            numbers = _numbers_or_none(cells)
+            numbers = _numbers_or_none(cells, share)
             if numbers is None:
                 text.append(name)
                 continue
-            col, bad[str(name)] = numbers
+            col, lost = numbers
+            bad[str(name)] = len(lost)
+            cells_bad += [(r, str(name), c) for r, c in lost]
         elif pa.types.is_null(typ):
             col = pa.chunked_array([pa.nulls(len(col), pa.float64())])
         elif (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and (
@@ -491,26 +517,26 @@ def _arrow_columns(table: Any, labels: bool = False) -> Columns:
         valid.append(mask)
     from .columns import Columns
 
-    return Columns(names, values, valid, text, table.num_rows, kept, bad)
+    return Columns(names, values, valid, text, table.num_rows, kept, bad, cells=cells_bad)
 
 
-#: A numeric column may hold this share of unreadable cells (a damaged byte, a half-written
-#: row) and stay numeric: those cells are skipped and counted, never the column.
-MAX_BAD_SHARE = 0.01
 
-
-def _numbers_or_none(cells: list[Any]) -> tuple[Any, int] | None:
-    """(the cells as a float column, with unreadable cells as missing; how many were) when all
-    but a few (at most 2, or MAX_BAD_SHARE of them) of its non-empty cells are numbers."""
+def _numbers_or_none(cells: list[Any], share: float) -> tuple[Any, list[tuple[int, str]]] | None:
+    """(the cells as a float column, with unreadable cells as missing; (row, text) of each) when
+    all but a few (at most 2, or `share` of them) of its non-empty cells are numbers."""
     import pyarrow as pa
 
-    present = [c for c in cells if c not in (None, "")]
-    bad = [c for c in present if not is_number(c)]
-    if not present or len(bad) > max(2, int(MAX_BAD_SHARE * len(present))) or \
-            len(bad) == len(present):
+    present = sum(1 for c in cells if c not in (None, ""))
+    bad = [(r, c) for r, c in enumerate(cells) if c not in (None, "") and not is_number(c)]
+    if not _numeric(present, len(bad), share):
         return None
     out = [float(c) if c not in (None, "") and is_number(c) else None for c in cells]
-    return pa.chunked_array([pa.array(out, type=pa.float64())]), len(bad)
+    return pa.chunked_array([pa.array(out, type=pa.float64())]), bad
+
+
+def _numeric(present: int, bad: int, share: float) -> bool:
+    """A column of `present` non-empty cells, `bad` of them not numbers, is numeric."""
+    return bool(present) and bad < present and bad <= max(2, int(share * present))
 
 
 def _list_item(col: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -525,69 +551,103 @@ def _list_item(col: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
     return vals, ok
 
 
-def _read_pandas(path: str, sniff: Sniff, notes: list[str]) -> pd.DataFrame:
-    sep = r"\s+" if sniff.kind == "ws" else sniff.kind
-    bad = [0]
+def _read_lines(path: str, sniff: Sniff, notes: list[str], share: float, whole_lines: bool
+                ) -> Columns:
+    """A delimited table a line at a time, the careful read (pyarrow declined the file): a line
+    with the wrong number of cells is skipped (a whitespace table's short line is padded: the
+    cells it lacks are its last, empty ones), a cell that is not a number is skipped in a column
+    of numbers (at most `share` of them unreadable), each kept with its line number
+    (`Columns.lines`, `.ragged`, `.cells`). A header-less table's counter `3/299` is 3 and its
+    size `2.5G` 2.5 (old YOLOv5's columns)."""
+    from .columns import Columns
 
-    def skip(_line: list[str]) -> None:
-        bad[0] += 1
-        return None
-
-    named = {"header": None, "names": sniff.header} if sniff.headerless else {}
+    name = os.path.basename(path)
     try:
-        frame = pd.read_csv(path, sep=sep, skiprows=len(sniff.comments), engine="python",
-                            on_bad_lines=skip, keep_default_na=False, na_values=[""],
-                            dtype=str, index_col=False, **named)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        notes.append(f"{os.path.basename(path)}: unreadable ({str(exc)[:80]}); skipped")
-        return pd.DataFrame()
-    if bad[0]:
-        notes.append(f"{os.path.basename(path)}: {bad[0]} malformed row(s) skipped")
-    if sniff.headerless:  # a counter `3/299` is 3, a size `2.5G` is 2.5 (old YOLOv5's columns)
-        frame = frame.apply(lambda s: s.str.replace(_COUNTED, r"\1", regex=True))
-    return frame
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8-sig", errors="replace")
+    except OSError as exc:
+        notes.append(f"{name}: unreadable ({exc.strerror}); skipped")
+        return Columns([], [], [], [], 0)
+    lines = text.split("\n")
+    tail = lines.pop()  # after the last line end: a line still being written, or the last
+    partial = (len(lines) + 1, tail) if whole_lines and tail.strip() else None
+    if tail.strip() and not whole_lines:
+        lines.append(tail)
+    first = len(sniff.comments)
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    header = list(sniff.header)
+    width, ws = len(header), sniff.kind == "ws"
+    rows: list[list[str]] = []
+    line_no: list[int] = []
+    ragged: list[tuple[int, str, int]] = []
+    for i in range(first + (not sniff.headerless), len(lines)):
+        raw = lines[i].rstrip("\r")
+        if not raw.strip():
+            continue
+        row = _split(raw, sniff.kind) if '"' in raw or ws else raw.split(sniff.kind)
+        if ws and 0 < len(row) < width:
+            row += [""] * (width - len(row))
+        if len(row) != width:
+            ragged.append((i + 1, raw, len(row)))
+            continue
+        rows.append(row)
+        line_no.append(i + 1)
+    if ragged:
+        notes.append(f"{name}: {len(ragged)} malformed row(s) skipped")
+    names, values, valid, text_cols = [], [], [], []
+    kept: dict[str, list[Any]] = {}
+    bad: dict[str, int] = {}
+    cells_bad: list[tuple[int, str, str]] = []
+    counted = re.compile(_COUNTED) if sniff.headerless else None
+    for j, col in enumerate(header):
+        cells = [r[j].strip() for r in rows]
+        if counted is not None:
+            cells = [counted.sub(r"\1", c) for c in cells]
+        vals = np.full(len(cells), np.nan)
+        ok = np.zeros(len(cells), dtype=bool)
+        wrong: list[int] = []
+        for r, cell in enumerate(cells):
+            if not cell:
+                continue
+            try:
+                vals[r], ok[r] = float(cell), True
+            except ValueError:
+                wrong.append(r)
+        if not _numeric(int(ok.sum()) + len(wrong), len(wrong), share):
+            text_cols.append(col)
+            if _is_split_name(col):
+                kept[col] = [c or None for c in cells]
+            continue
+        if wrong:
+            bad[col] = len(wrong)
+            cells_bad += [(r, col, cells[r]) for r in wrong]
+        names.append(col)
+        values.append(vals)
+        valid.append(ok)
+    return Columns(names, values, valid, text_cols, len(rows), kept, bad,
+                   np.asarray(line_no, dtype=np.int64), ragged, cells_bad, partial)
 
 
 _COUNTED = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:/\d+|[KMGT])\s*$"
 
 
-def frame_columns(frame: pd.DataFrame, labels: bool = False) -> Columns:
-    names, values, valid, text = [], [], [], []
-    kept: dict[str, list[Any]] = {}
-    bad: dict[str, int] = {}
-    for c in frame.columns:
-        s = frame[c]
-        if s.dtype.kind in "fiub":
-            arr = s.to_numpy(dtype="float64", na_value=np.nan)
-            ok = s.notna().to_numpy()
-        else:
-            present = s.notna() & (s.astype(str).str.strip() != "") if s.dtype == object else s.notna()
-            nan_text = s.astype(str).str.strip().str.lower().isin(("nan", "inf", "-inf", "+inf",
-                                                                   "infinity", "-infinity"))
-            if s.dtype == object and s.map(lambda v: isinstance(v, list | dict)).any():
-                text.append(str(c))
-                continue
-            coerced = pd.to_numeric(s.where(present), errors="coerce")
-            unreadable = int(present.sum() - (coerced.notna() | nan_text).sum())
-            if 0 < unreadable <= max(2, int(MAX_BAD_SHARE * present.sum())) and \
-                    unreadable < present.sum():  # a few damaged cells: skipped, counted
-                bad[str(c)] = unreadable
-                present = present & (coerced.notna() | nan_text)
-            if not present.any() or (coerced.notna() | nan_text).sum() != present.sum():
-                text.append(str(c))
-                if labels and _is_split_name(str(c)):
-                    kept[str(c)] = [v if ok else None for v, ok in zip(s.tolist(), present.tolist(),
-                                                                       strict=True)]
-                continue
-            arr = coerced.to_numpy(dtype="float64", na_value=np.nan)
-            ok = present.to_numpy()
-            # a logged "nan" text cell is a point; to_numeric made it NaN and present keeps it
-        names.append(str(c))
-        values.append(arr)
-        valid.append(ok)
-    from .columns import Columns
-
-    return Columns(names, values, valid, text, len(frame), kept, bad)
+def row_lines(path: str, cols: Columns, sniff: Sniff) -> np.ndarray:
+    """The 1-based file line of each of `cols`' rows: as the line reader kept them, or (pyarrow's
+    read, which skips blank lines only and ends a line at `\r` too) the non-blank lines after the
+    header (0 where the file changed since)."""
+    if cols.lines is not None:
+        return cols.lines
+    try:
+        with open(path, "rb") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        lines = []
+    first = len(sniff.comments)
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    found = [i + 1 for i in range(first + 1, len(lines)) if lines[i]][:cols.rows]
+    return np.asarray(found + [0] * (cols.rows - len(found)), dtype=np.int64)
 
 
 def _looks_unix(values: np.ndarray) -> float | None:

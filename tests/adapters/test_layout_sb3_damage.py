@@ -235,7 +235,7 @@ def test_monitor_files_of_other_shapes_still_read(tmp_path):
 @pytest.mark.parametrize("damage", ["none", "nan-time", "nan-reward"])
 def test_the_fast_read_and_the_careful_read_agree(sb3_run, tmp_path, monkeypatch, damage):
     """A clean CSV goes through pyarrow; the careful line-by-line read must give the same."""
-    from rundiff_adapters.local.layouts import sb3
+    from rundiff_adapters.local import sniff
 
     folder = _copy(sb3_run, tmp_path / "run")
     if damage != "none":
@@ -247,7 +247,8 @@ def test_the_fast_read_and_the_careful_read_agree(sb3_run, tmp_path, monkeypatch
     fast = load_run(f"local:{folder}")
     fast_h, fast_notes = fast.history(), fast.fidelity
     calls: list[int] = []
-    monkeypatch.setattr(sb3, "_read_fast", lambda *a: calls.append(1))  # None: read carefully
+    monkeypatch.setattr(sniff, "_read_arrow_csv", lambda *a: calls.append(1))  # None: read carefully
+    monkeypatch.setattr(sniff, "_RECENT", {})  # no table kept from the fast read
     careful = load_run(f"local:{folder}")
     assert careful.history().equals(fast_h) and careful.fidelity == fast_notes
     assert calls  # the careful read did run

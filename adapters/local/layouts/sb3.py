@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
 import math
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
@@ -14,7 +17,10 @@ from rundiff_core import read_json_file as read_json
 
 from ..common import Meta, subdirs
 from ..lazy import np, pd
-from ..sniff import read_head
+from ..sniff import Sniff, read_columns, read_head, row_lines, to_long
+
+if TYPE_CHECKING:
+    from ..columns import Columns
 
 
 def claim(folder: LayoutFolder) -> Claimed | None:
@@ -83,172 +89,67 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     return (pd.concat(frames, ignore_index=True) if frames else rundiff_core.empty_history()), notes
 
 
-# -- reading a CSV a damaged line or cell at a time ------------------------------------------------
-class Table:
-    """A CSV's numeric columns: `values` (float64), `valid` (the cell holds a number — `nan` and
-    `inf` written out count), the 1-based `line` of each row, and what was skipped, said in
-    `notes`: lines with the wrong number of cells (a half-written last line), cells that are not
-    numbers, columns with no number at all."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.header = list(names)  # the header line's names, in order
-        self.names = names
-        self.values: list[np.ndarray] = []
-        self.valid: list[np.ndarray] = []
-        self.line = np.empty(0, dtype=np.int64)
-        self.text: list[str] = []
-        self.notes: list[str] = []
-
-    def column(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
-        if name not in self.names:
-            return None
-        j = self.names.index(name)
-        return self.values[j], self.valid[j]
-
-    @property
-    def rows(self) -> int:
-        return int(self.line.size)
-
-
-_NUMBERS = {"nan": math.nan, "+nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
-            "-inf": -math.inf, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
-
-
-def _number(cell: str) -> float | None:
-    """A cell's number (None: empty or not a number)."""
-    text = cell.strip()
-    if not text:
+# -- SB3's CSV files through the shared table reader ------------------------------------------------
+def _sniff(path: str, columns: list[str] | None = None) -> Sniff | None:
+    """SB3's CSV writers: `#` comment lines (Monitor's JSON), then a comma-separated header line
+    — or, given `columns`, a header line damage made unreadable, read as a row of these columns
+    (a bad line among the rows). None when the file has no header line."""
+    lines = read_head(path, 1 << 16).decode("utf-8", errors="replace").split("\n")
+    comments = list(itertools.takewhile(lambda ln: ln.startswith("#"), lines))
+    rest = [ln for ln in lines[len(comments):-1] if ln.strip()]
+    if not rest:
         return None
-    try:
-        return float(text)
-    except ValueError:
-        return _NUMBERS.get(text.lower())
+    header = columns or [h.strip() for h in next(csv.reader([rest[0].rstrip("\r")]), [])]
+    return Sniff(",", header=header, comments=comments, headerless=columns is not None)
 
 
-def read_csv(path: str, columns: list[str] | None = None) -> Table | None:
-    """A comma-separated log with a header line (after `#` comment lines), every row that has as
-    many cells as the header; None when the file has no header line. Never drops the file for a
-    bad line or cell: each is skipped and counted, with its line number, in `Table.notes`. A last
-    line without its line end is a line still being written (a live run's normal state): skipped
-    and said so. `columns`, for a file whose header line damage made unreadable: every line after
-    the comments is a row of these columns (the damaged header then a bad line among them)."""
-    name = os.path.basename(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        table = Table([])
-        table.notes.append(f"{name}: unreadable ({exc.strerror}); skipped")
-        return table
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    partial = lines.pop() if lines else ""  # after the last line end: a line being written
-    first = 0
-    while first < len(lines) and (lines[first].startswith("#") or not lines[first].strip()):
-        first += 1
-    if first >= len(lines):
+def _read(path: str, columns: list[str] | None = None
+          ) -> tuple[Columns, Callable[[np.ndarray], list[int]], list[str]] | None:
+    """A CSV SB3 wrote, through the shared reader: its columns (a column is numbers while it holds
+    one; SB3 ends every line, so a last line without its line end is being written), the file
+    lines of rows (found when a note names one) and notes naming each line and cell skipped."""
+    sniff = _sniff(path, columns)
+    if sniff is None:
         return None
-    if columns is not None:
-        header, first = list(columns), first - 1
-    else:
-        header = [h.strip() for h in _cells(lines[first].rstrip("\r"))]
-    if not partial.strip() and columns is None:
-        fast = _read_fast(data, first, header)
-        if fast is not None:
-            return fast
-    table = Table(header)
-    width = len(header)
-    cells: list[list[str]] = []
-    line_no: list[int] = []
-    ragged: list[tuple[int, str, int]] = []
-    for i in range(first + 1, len(lines)):
-        raw = lines[i].rstrip("\r")
-        if not raw.strip():
-            continue
-        row = _cells(raw)
-        if len(row) != width:
-            ragged.append((i + 1, raw, len(row)))
-            continue
-        cells.append(row)
-        line_no.append(i + 1)
-    table.line = np.asarray(line_no, dtype=np.int64)
-    if ragged:
-        shown = "; ".join(f"line {n}: {len(c)} of {width} cells ({_quote(t)})" for n, t, c in
-                          ((n, t, _cells(t)) for n, t, _w in ragged[:3]))
-        more = f" and {len(ragged) - 3} more" if len(ragged) > 3 else ""
-        table.notes.append(f"{name}: {len(ragged)} line(s) with the wrong number of cells skipped ({shown}{more})")
-    if partial.strip():
-        table.notes.append(f"{name}: the last line ({_quote(partial)}, line {len(lines) + 1}) has no line "
-                           "end yet — half-written, as a live run's last line is; skipped")
-    bad: list[tuple[int, str, str]] = []  # (line, column, cell)
-    for j, col in enumerate(header):
-        vals = np.full(len(cells), np.nan)
-        ok = np.zeros(len(cells), dtype=bool)
-        wrong: list[int] = []
-        for r, row in enumerate(cells):
-            v = _number(row[j])
-            if v is not None:
-                vals[r], ok[r] = v, True
-            elif row[j].strip():
-                wrong.append(r)
-        if wrong and not ok.any():
-            table.text.append(col)  # a text column, not numbers with damage
-            continue
-        bad += [(line_no[r], col, cells[r][j]) for r in wrong]
-        table.values.append(vals)
-        table.valid.append(ok)
-    table.names = [h for h in header if h not in table.text]
-    if bad:
-        bad.sort()
+    cols, _ = read_columns(path, sniff, bad_share=1.0, whole_lines=True)
+    found: list[np.ndarray] = []
+
+    def lines(rows: np.ndarray) -> list[int]:
+        if not found:
+            found.append(row_lines(path, cols, sniff))
+        return found[0][rows].tolist()
+
+    name, notes = os.path.basename(path), []
+    if cols.ragged:
+        shown = "; ".join(f"line {n}: {c} of {len(sniff.header)} cells ({_quote(t)})"
+                          for n, t, c in cols.ragged[:3])
+        notes.append(f"{name}: {len(cols.ragged)} line(s) with the wrong number of cells skipped "
+                     f"({shown}{_more(cols.ragged)})")
+    if cols.partial:
+        notes.append(f"{name}: the last line ({_quote(cols.partial[1])}, line {cols.partial[0]}) has "
+                     "no line end yet — half-written, as a live run's last line is; skipped")
+    if cols.cells:
+        at = lines(np.asarray([r for r, _, _ in cols.cells], dtype=np.int64))
+        bad = sorted((n, c, v) for n, (_, c, v) in zip(at, cols.cells, strict=True))
         shown = "; ".join(f"line {n} {c}={_quote(v)}" for n, c, v in bad[:3])
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        table.notes.append(f"{name}: {len(bad)} cell(s) not a number skipped ({shown}{more})")
-    return table
+        notes.append(f"{name}: {len(bad)} cell(s) not a number skipped ({shown}{_more(bad)})")
+    cols.bad, cols.labels = {}, {}  # said above, line by line; SB3 writes no label column
+    return cols, lines, notes
 
 
-def _read_fast(data: bytes, first: int, header: list[str]) -> Table | None:
-    """`read_csv` for a file with nothing to skip, in pyarrow's C++ reader: None (the careful
-    line-by-line read decides) at the first thing it cannot vouch for — a quote, a blank line,
-    a line with the wrong number of cells, a column that is not all numbers."""
-    start = 0
-    for _ in range(first + 1):
-        start = data.index(b"\n", start) + 1
-    rest = data[start:]
-    if b'"' in rest or b"\n\n" in rest or b"\n\r\n" in rest or len(set(header)) != len(header):
+def _more(items: list) -> str:
+    return f" and {len(items) - 3} more" if len(items) > 3 else ""
+
+
+def _shown(lines: list[int]) -> str:
+    return f"{', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}"
+
+
+def _column(cols: Columns, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    if name not in cols.names:
         return None
-    body = memoryview(data)[start:]
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    try:
-        arrow = pacsv.read_csv(pa.BufferReader(body), read_options=pacsv.ReadOptions(
-            column_names=header, block_size=8 << 20), parse_options=pacsv.ParseOptions(delimiter=","),
-            convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    table = Table(list(header))
-    for col in arrow.columns:
-        typ = col.type
-        if pa.types.is_null(typ):
-            values, valid = np.full(len(col), np.nan), np.zeros(len(col), dtype=bool)
-        elif pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ):
-            valid = col.is_valid().to_numpy(zero_copy_only=False)
-            values = col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
-            values[~valid] = np.nan
-        else:
-            return None  # text: bad cells, or a text column — the careful read tells which
-        table.values.append(values)
-        table.valid.append(valid)
-    table.line = np.arange(arrow.num_rows, dtype=np.int64) + first + 2
-    return table
-
-
-def _cells(line: str) -> list[str]:
-    if '"' not in line:
-        return line.split(",")
-    import csv
-
-    return next(csv.reader([line]), [])
+    j = cols.names.index(name)
+    return cols.values[j], cols.valid[j]
 
 
 def _quote(text: str) -> str:
@@ -261,35 +162,25 @@ def progress_history(path: str) -> tuple[pd.DataFrame, list[str]]:
     into the long history, x = time/total_timesteps. Empty cells are not points; logged
     `nan`/`inf` are; a row whose x is empty, not a number, NaN or infinite gives no points, counted."""
     name = os.path.basename(path)
-    table = read_csv(path)
-    if table is None:
+    read = _read(path)
+    if read is None:
         return rundiff_core.empty_history(), [f"{name}: no header line; skipped"]
-    from ..columns import Columns
-    from ..sniff import to_long
-
-    notes = list(table.notes)
-    step = STEP if STEP in table.names else None
+    cols, lines, notes = read
+    step = STEP if STEP in cols.names else None
     if step is not None:
-        x, ok = table.column(step)
+        x, ok = _column(cols, step)
         bad_x = ok & ~np.isfinite(x)
         if bad_x.any():
-            lines = table.line[bad_x].tolist()
-            notes.append(f"{name}: {len(lines)} row(s) whose {step} is {_kinds(x[bad_x])} skipped "
-                         f"(line {', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}): "
-                         "an x that is not a finite number places no point")
-            j = table.names.index(step)
-            table.valid[j] = ok & np.isfinite(x)
-    cols = Columns(table.names, table.values, table.valid, table.text, table.rows)
+            at = lines(bad_x)
+            notes.append(f"{name}: {len(at)} row(s) whose {step} is {_cell_kinds(x[bad_x], ok[bad_x])} skipped "
+                         f"(line {_shown(at)}): an x that is not a finite number places no point")
+            cols.valid = [v & np.isfinite(x) if n == step else v
+                          for n, v in zip(cols.names, cols.valid, strict=True)]
     frame, more = to_long(cols, name, step=step, described="CSV")
     return frame, notes + more
 
 
 STEP = "time/total_timesteps"
-
-
-def _kinds(values: np.ndarray) -> str:
-    kinds = sorted({"NaN" if math.isnan(v) else "infinite" for v in values.tolist()})
-    return " or ".join(kinds)
 
 
 def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -306,9 +197,9 @@ def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     ends, keys, rewards, lengths, r_ok, l_ok, t_ok = [], [], [], [], [], [], []
     files = 0
-    tables = {p: read_csv(p) for p in paths}
-    known = next((t.header for t in tables.values()
-                  if t is not None and all(t.column(c) is not None for c in ("r", "l", "t"))), None)
+    tables = {p: _read(p) for p in paths}
+    known = next((_sniff(p).header for p, t in tables.items()
+                  if t is not None and all(_column(t[0], c) is not None for c in ("r", "l", "t"))), None)
     starts = {p: _t_start(p) for p in paths}
     good_starts = [t for t, why in starts.values() if why is None]
     for p in paths:
@@ -322,40 +213,40 @@ def monitor_history(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
                          "files' earliest t_start")
         elif why is not None:
             notes.append(f"{name}: comment line {why}; times relative")
-        table = tables[p]
-        if table is None:
+        read = tables[p]
+        if read is None:
             notes.append(f"{name}: no header line; not a Monitor CSV; skipped")
             continue
-        cols = {c: table.column(c) for c in ("r", "l", "t")}
-        if any(v is None for v in cols.values()) and known and _damaged(table.header):
+        cols = {c: _column(read[0], c) for c in ("r", "l", "t")}
+        if any(v is None for v in cols.values()) and known and _damaged(_sniff(p).header):
             # the header line is damaged (bytes zeroed or garbled); every Monitor file of a run
             # is written by the same wrapper, so its rows have the columns of its siblings
-            table = read_csv(p, columns=known)
-            assert table is not None
-            table.notes.insert(0, f"{name}: header line unreadable (damaged); its rows read with "
-                                  f"the columns of the run's other Monitor files ({','.join(known)}), "
-                                  "the damaged line skipped")
-            cols = {c: table.column(c) for c in ("r", "l", "t")}
+            read = _read(p, columns=known)
+            assert read is not None
+            read[2].insert(0, f"{name}: header line unreadable (damaged); its rows read with "
+                              f"the columns of the run's other Monitor files ({','.join(known)}), "
+                              "the damaged line skipped")
+            cols = {c: _column(read[0], c) for c in ("r", "l", "t")}
         if any(v is None for v in cols.values()):
             notes.append(f"{name}: lacks r,l,t columns; skipped")
             continue
-        notes += table.notes
+        _, lines, more = read
+        notes += more
         (r, rv), (ln, lv), (t, tv) = cols["r"], cols["l"], cols["t"]
         good_t = tv & np.isfinite(t)
         good_l = lv & np.isfinite(ln) & (ln >= 0)
         if (~good_t).any():
-            lines = table.line[~good_t].tolist()
+            at = lines(~good_t)
             kinds = _cell_kinds(t[~good_t], tv[~good_t])
-            notes.append(f"{name}: {len(lines)} episode(s) whose time t is {kinds} skipped (line "
-                         f"{', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}); a time "
-                         "that is not a finite number is never a sort key: each one's steps still "
-                         "count in x, after the episode before it in this file")
+            notes.append(f"{name}: {len(at)} episode(s) whose time t is {kinds} skipped (line "
+                         f"{_shown(at)}); a time that is not a finite number is never a sort key: "
+                         "each one's steps still count in x, after the episode before it in this file")
         lost_l = ~good_l & good_t
         if lost_l.any():
-            lines = table.line[lost_l].tolist()
-            notes.append(f"{name}: {len(lines)} episode(s) whose length l is {_cell_kinds(ln[lost_l], lv[lost_l])} "
-                         f"skipped (line {', '.join(map(str, lines[:5]))}{' …' if len(lines) > 5 else ''}); "
-                         "their steps are unknown, so x after them is short by that many")
+            at = lines(lost_l)
+            notes.append(f"{name}: {len(at)} episode(s) whose length l is {_cell_kinds(ln[lost_l], lv[lost_l])} "
+                         f"skipped (line {_shown(at)}); their steps are unknown, so x after them is "
+                         "short by that many")
         # the sort key: the end time, or for an episode without one, the last end time before it
         end = np.where(good_t, t + t_start, np.nan)
         key = end.copy()

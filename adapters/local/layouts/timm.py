@@ -23,11 +23,11 @@ import os
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
-from rundiff_core import read_config_yaml as read_yaml
 
-from ..common import Meta, count_rows, files_beside, run_dir
+from ..common import Meta, count_rows, files_beside, run_dir, yaml_config
 from ..lazy import pd
-from ..sniff import read_columns, sniff_table, to_long
+from ..sniff import read_head
+from .ultralytics import read_epochs
 
 SUMMARY = "summary.csv"
 
@@ -59,11 +59,7 @@ def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
     names = set(files)
     if SUMMARY not in names:
         return None
-    try:
-        with open(os.path.join(folder, SUMMARY), "rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        head = b""
+    head = read_head(os.path.join(folder, SUMMARY), 4096)
     header = _header(head)
     timm_header = is_timm_header(header)
     if "args.yaml" in names:
@@ -95,15 +91,7 @@ def claim_file(path: str) -> list[LayoutRun] | None:
 def meta(run: LayoutRun) -> Meta:
     out = Meta()
     d = run_dir(run)
-    args = os.path.join(d, "args.yaml")
-    if os.path.isfile(args):
-        data = read_yaml(args, out.notes)
-        if isinstance(data, dict):
-            out.config = data
-            out.notes.append("args.yaml (timm train.py arguments) → config")
-        elif data is not None:
-            out.notes.append("args.yaml: not a mapping; no config")
-    else:
+    if not yaml_config(out, os.path.join(d, "args.yaml"), "timm train.py arguments"):
         out.notes.append("no args.yaml beside summary.csv: no config")
     metric = out.config.get("eval_metric")
     if isinstance(metric, str) and metric:
@@ -126,22 +114,20 @@ def history(run: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
     path = os.path.join(run_dir(run), SUMMARY)
     if not os.path.isfile(path):
         return rundiff_core.empty_history(), ["summary.csv: missing; no history"]
-    sniff = sniff_table(path)
-    if sniff is None:
-        what = "empty" if not os.path.getsize(path) else "header only, or not a CSV table"
-        return rundiff_core.empty_history(), [f"summary.csv: no epoch rows ({what}); no history"]
-    cols, notes = read_columns(path, sniff)
+    frame, cols, _, notes, more = read_epochs(path)
+    if cols is None:
+        return frame, notes
     step = "epoch" if "epoch" in cols.names else None
-    frame, more = to_long(cols, SUMMARY, step=step, described="CSV")
     bits = [f"summary.csv (timm update_summary, one row per epoch) → "
             f"{len([c for c in cols.names if c != step])} keys",
             "x = epoch as logged" if step else "no epoch column: x = row index"]
     if any(c in cols.names for c in ("eval_top1", "eval_top5")):
         bits.append("eval_top1/eval_top5 in percent")
     notes.append("; ".join(bits))
-    notes += more[1:]  # to_long's first note says less than the one above
+    notes += more
+    header = _header(read_head(path, 4096)) or []
     for name in cols.text:
-        sample = _first_cell(path, sniff.header.index(name)) if name in sniff.header else ""
+        sample = _first_cell(path, header.index(name)) if name in header else ""
         notes.append(f"summary.csv: {name} is not numeric ({sample!r}: a quoted list, one value per "
                      f"param group); skipped ({cols.rows} cells)"
                      if sample.startswith("[") else

@@ -45,21 +45,25 @@ import dataclasses
 import math
 import os
 import re
+from typing import TYPE_CHECKING
 
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
-from rundiff_core import read_config_yaml as read_yaml
 
-from ..common import MAX_COUNT_BYTES, Meta, count_rows, files_beside, run_dir
+from ..common import Meta, count_rows, files_beside, run_dir, yaml_config
 from ..lazy import np, pd
-from ..sniff import read_columns, sniff_table, to_long
+from ..sniff import is_number, read_columns, read_head, sniff_table, to_long
+
+if TYPE_CHECKING:
+    from ..columns import Columns
 
 RESULTS = "results.csv"
 RESULTS_TXT = "results.txt"  # YOLOv5 <= 5.0: no header
 
 
 def is_events_file(name: str) -> bool:
-    """TensorBoard's rule for its event files (`tfevents` in the name, no profile stubs)."""
+    """TensorBoard's rule for its event files (shapes.owned_events has it too: layouts do not
+    import the shapes, which import them)."""
     return "tfevents" in name and not name.endswith(".profile-empty")
 
 
@@ -83,11 +87,7 @@ def _run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
     config = "args.yaml" if "args.yaml" in names else "opt.yaml" if "opt.yaml" in names else None
     if config is None:
         return None
-    try:
-        with open(os.path.join(folder, RESULTS), "rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        head = b""
+    head = read_head(os.path.join(folder, RESULTS), 4096)
     if not _header_ok(head):
         return None
     events = sorted(f for f in files if is_events_file(f))
@@ -131,13 +131,6 @@ class TxtLayout(rundiff_core.PlainRecord):
         self.width, self.names, self.last_epoch, self.described = width, names, last_epoch, described
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 def _fits(rows: list[list[float]], j: int, width: int) -> bool:
     """Whether field `j` can be the image size: it and the targets before it are integers (the
     size a multiple of 32, YOLOv5's stride), the field before the targets is the total of the
@@ -164,23 +157,14 @@ def txt_layout(head: bytes) -> TxtLayout | None:
     `i/N`, `<x>G`, then numbers, one field count; the shape decides where the image size sits."""
     text = head.decode("utf-8", errors="replace")
     cut = len(head) >= SNIFF_HEAD or not head.endswith(b"\n")  # the last line may be unfinished
-    lines = [ln.split() for ln in text.split("\n")[:-1 if cut else None] if ln.strip()]
-    if not lines:
+    lines = [ln.split() for ln in text.split("\n")[:-1 if cut else None] if ln.strip()][:200]
+    if not lines or not all(len(f) == len(lines[0]) and _COUNTER.match(f[0]) and _MEMORY.match(f[1])
+                            and all(is_number(c) for c in f[2:]) for f in lines):
         return None
-    width = len(lines[0])
-    rows: list[list[float]] = []
-    last = None
-    for fields in lines[:200]:
-        m = _COUNTER.match(fields[0]) if len(fields) == width else None
-        if m is None or not _MEMORY.match(fields[1]):
-            return None
-        nums = [_float(f) for f in fields[2:]]
-        if any(v is None for v in nums):
-            return None
-        last = int(m.group(2))
-        rows.append([float(m.group(1)), float(fields[1][:-1]), *nums])
+    width, last = len(lines[0]), int(lines[-1][0].split("/")[1])
+    rows = [[float(f[0].split("/")[0]), float(f[1][:-1]), *map(float, f[2:])] for f in lines]
     fits = [j for j in range(6, width - 4) if _fits(rows, j, width)]
-    if len(fits) != 1 or last is None:
+    if len(fits) != 1:
         return None
     j = fits[0]
     k, v = j - 4, width - j - 5
@@ -215,11 +199,7 @@ def _txt_run_for(path: str, files: list[str], folder: str) -> LayoutRun | None:
         return None
     from ..shape import headerless_table
 
-    try:
-        with open(os.path.join(folder, RESULTS_TXT), "rb") as fh:
-            head = fh.read(SNIFF_HEAD)
-    except OSError:
-        return None
+    head = read_head(os.path.join(folder, RESULTS_TXT), SNIFF_HEAD)
     # a file that does not end its last line may be being written: that line is not looked at
     bare = headerless_table(head, complete=len(head) < SNIFF_HEAD and head.endswith(b"\n"))
     layout = txt_layout(head)
@@ -259,17 +239,6 @@ def claim_file(path: str) -> list[LayoutRun] | None:
     return [run] if run is not None else None
 
 
-def count_lines(path: str) -> int | None:
-    """Non-blank lines of a header-less table (None when too large to count cheaply)."""
-    try:
-        if os.path.getsize(path) > MAX_COUNT_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            return sum(1 for ln in fh.read().split(b"\n") if ln.strip())
-    except OSError:
-        return None
-
-
 def _last_part(path: object) -> str:
     if isinstance(path, list) and path:  # a PosixPath pickled in opt.yaml: its parts
         path = path[-1]
@@ -279,41 +248,11 @@ def _last_part(path: object) -> str:
 def meta(run: LayoutRun) -> Meta:
     out = Meta()
     d = run_dir(run)
-    args, opt, hyp = (os.path.join(d, n) for n in ("args.yaml", "opt.yaml", "hyp.yaml"))
-    if os.path.isfile(args):
-        data = read_yaml(args, out.notes)
-        if isinstance(data, dict):
-            out.config = data
-            out.notes.append("args.yaml (Ultralytics v8+ train arguments, hyperparameters at top "
-                             "level) → config")
-        elif data is not None:
-            out.notes.append("args.yaml: not a mapping; no config")
-    elif os.path.isfile(opt) or os.path.isfile(hyp):
-        if os.path.isfile(opt):
-            data = read_yaml(opt, out.notes)
-            if isinstance(data, dict):
-                out.config = data
-                out.notes.append("opt.yaml (YOLOv5 train options) → config")
-            elif data is not None:
-                out.notes.append("opt.yaml: not a mapping; no config")
-        if os.path.isfile(hyp):
-            h = read_yaml(hyp, out.notes)
-            if isinstance(h, dict):
-                before = out.config.get("hyp")
-                out.config["hyp"] = h
-                if isinstance(before, dict) and before != h:
-                    diff = sorted(k for k in set(before) | set(h) if before.get(k) != h.get(k))
-                    out.notes.append("hyp.yaml → config.hyp (it differs from opt.yaml's hyp in "
-                                     f"{', '.join(diff[:5])}{'…' if len(diff) > 5 else ''}: "
-                                     "hyp.yaml's values kept)")
-                elif isinstance(before, str) and before:
-                    out.notes.append(f"hyp.yaml → config.hyp (opt.yaml's hyp was the path {before!r})")
-                else:
-                    out.notes.append("hyp.yaml → config.hyp (YOLOv5 hyperparameters"
-                                     + ("; opt.yaml nests the same under hyp)"
-                                        if isinstance(before, dict) else ")"))
-            elif h is not None:
-                out.notes.append("hyp.yaml: not a mapping; ignored")
+    args = os.path.join(d, "args.yaml")
+    if not yaml_config(out, args, "Ultralytics v8+ train arguments, hyperparameters at top level"):
+        # YOLOv5: opt.yaml, and hyp.yaml as config.hyp over the path or copy opt.yaml holds there
+        got = rundiff_core.read_run_config(d, ("opt.yaml", "hyp.yaml"), metadata=())
+        out.config, out.notes = got.config, out.notes + got.notes
     cfg = out.config
     saved = _last_part(cfg.get("save_dir"))
     base = os.path.basename(os.path.normpath(d))
@@ -325,7 +264,8 @@ def meta(run: LayoutRun) -> Meta:
     epochs = cfg.get("epochs")
     epochs = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None
     if layout is not None:
-        rows = count_lines(os.path.join(d, RESULTS_TXT))
+        rows = count_rows(os.path.join(d, RESULTS_TXT))  # no header: one more row than it counts
+        rows = None if rows is None else rows + 1
         planned = layout.last_epoch + 1
         if epochs is not None and epochs != planned:
             out.notes.append(f"results.txt counts epochs to {layout.last_epoch} (`i/"
@@ -386,21 +326,33 @@ def _declare_metrics(out: Meta, columns: list[str], tags: list[str] = ()) -> Non
                          + (f" ({len(main)} mAP50-95 columns: no headline declared)" if main else ""))
 
 
-def _read_results(path: str) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """(frame, notes, stripped column names) of a results.csv."""
+def read_epochs(path: str) -> tuple[pd.DataFrame, Columns | None, bool, list[str], list[str]]:
+    """A CSV of one row per epoch (results.csv, timm's summary.csv) through the shared reader:
+    (frame, columns — None without rows —, whether the writer padded names and cells with spaces
+    (stripped), the reader's notes, to_long's notes but its first, which the layout words).
+    x = the `epoch` column when there is one."""
+    name = os.path.basename(path)
     sniff = sniff_table(path)
     if sniff is None:
         what = "empty" if not os.path.getsize(path) else "header only, or not a CSV table"
-        return rundiff_core.empty_history(), [f"results.csv: no epoch rows ({what}); no history"], []
+        return rundiff_core.empty_history(), None, False, [f"{name}: no epoch rows ({what}); no "
+                                                           "history"], []
     cols, notes = read_columns(path, sniff)
     stripped = [str(n).strip() for n in cols.names]
     padded = stripped != cols.names or any(str(t) != str(t).strip() for t in cols.text)
-    cols.names = stripped
-    cols.text = [str(t).strip() for t in cols.text]
-    if getattr(cols, "labels", None):  # text cells kept by column name: the names are stripped
-        cols.labels = {str(k).strip(): v for k, v in cols.labels.items()}
+    cols.names, cols.text = stripped, [str(t).strip() for t in cols.text]
+    cols.labels = {str(k).strip(): v for k, v in cols.labels.items()}  # kept by (stripped) name
+    frame, more = to_long(cols, name, step="epoch" if "epoch" in stripped else None, described="CSV")
+    return frame, cols, padded, notes, more[1:]
+
+
+def _read_results(path: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """(frame, notes, stripped column names) of a results.csv."""
+    frame, cols, padded, notes, more = read_epochs(path)
+    if cols is None:
+        return frame, notes, []
+    stripped = cols.names
     step = "epoch" if "epoch" in stripped else None
-    frame, more = to_long(cols, RESULTS, step=step, described="CSV")
     n_keys = len([c for c in stripped if c != step])
     bits = [f"results.csv (one row per epoch) → {n_keys} keys"]
     if padded:
@@ -413,7 +365,7 @@ def _read_results(path: str) -> tuple[pd.DataFrame, list[str], list[str]]:
     if cols.text:
         bits.append(f"{len(cols.text)} non-numeric column(s) skipped ({', '.join(cols.text[:5])})")
     notes.append("; ".join(bits))
-    notes += more[1:]  # to_long's own first note says less than the one above
+    notes += more
     if "time" in stripped:
         notes.append("time (cumulative seconds since the start, YOLO11) kept as a key, not read "
                      "as wall time")
