@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "is_opaque": "parsing.opaque",
     "JsonlResult": "parsing.jsonl",
     "read_jsonl": "parsing.jsonl",
+    "read_bounded": "parsing.bounded",  # a whole file only when it is small enough, or why not
     "hydra_overlay": "parsing.hydra",  # a Hydra job's .hydra/ config beneath any run's
     "HydraOverlay": "parsing.hydra",
     "JsonLines": "parsing.jsonl",  # a JSON-lines file line by line, each kind of damage counted
@@ -238,6 +239,7 @@ __all__ = [
     "protobuf",
     "read_jsonl",
     "hydra_overlay",
+    "read_bounded",
     "HydraOverlay",
     "JsonLines",
     "json_lines",
@@ -330,6 +332,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     )
     from .parsing import pickled, protobuf
     from .parsing.arrow import numeric_column
+    from .parsing.bounded import read_bounded
     from .parsing.codes import factorize
     from .parsing.configfiles import (
         CONFIG_FILES,

@@ -76,14 +76,10 @@ def files_beside(path: str) -> tuple[str, list[str]]:
 
 def count_rows(path: str) -> int | None:
     """Data rows of a table with one header line (None when too large to count cheaply)."""
-    try:
-        if os.path.getsize(path) > MAX_COUNT_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
-    except OSError:
+    raw, _why = rundiff_core.read_bounded(path, MAX_COUNT_BYTES)
+    if raw is None:
         return None
-    return max(len(lines) - 1, 0)
+    return max(sum(1 for ln in raw.split(b"\n") if ln.strip()) - 1, 0)
 
 
 def yaml_config(out: Any, path: str, said: str) -> bool:
@@ -98,3 +94,9 @@ def yaml_config(out: Any, path: str, said: str) -> bool:
     elif data is not None:
         out.notes.append(f"{os.path.basename(path)}: not a mapping; no config")
     return True
+
+
+def is_events_file(name: str) -> bool:
+    """TensorBoard's rule for its event files (`tfevents` in the name, no profile stubs): the
+    YOLOv5 layout and the events folder a text log owns both ask it."""
+    return "tfevents" in name and not name.endswith(".profile-empty")

@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 import rundiff_core
+from rundiff_core import read_bounded
 
 MARKDOWN_EXTS = (".md", ".markdown")
 MAX_MARKDOWN_BYTES = 8 << 20  # a larger "Markdown" file is not parsed to be sniffed (said so)
@@ -295,13 +296,9 @@ def runs_of(sections: list[Section]) -> list[str | None]:
 
 def read_markdown(path: str) -> tuple[Markdown | None, str]:
     """(the parsed file, what it is in words), or (None, why not)."""
-    try:
-        if os.path.getsize(path) > MAX_MARKDOWN_BYTES:
-            return None, f"Markdown larger than {MAX_MARKDOWN_BYTES >> 20} MiB, not parsed"
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        return None, f"unreadable ({type(exc).__name__})"
+    raw, why = read_bounded(path, MAX_MARKDOWN_BYTES)
+    if raw is None:
+        return None, f"Markdown {why}, not parsed" if why.startswith("larger") else why
     text = raw.decode("utf-8-sig", errors="replace")
     sections = parse_markdown(text)
     doc = Markdown(sections, runs_of(sections))

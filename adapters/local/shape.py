@@ -15,11 +15,11 @@ what the content cannot say: the x axis, directions, the names of a headerless t
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
 import rundiff_core
+from rundiff_core import read_bounded
 
 from .markdown import is_markdown_name
 from .sniff import SNIFF_BYTES, Sniff, is_number, looks_binary, read_head, sniff_table
@@ -125,13 +125,12 @@ def load_json_object(path: str) -> tuple[Any, str]:
     """(the decoded JSON value, how: "json" or "repr") of a file up to MAX_DOCUMENT_BYTES; a JSON
     string holding a Python dict's repr is decoded with `ast.literal_eval` only (never eval).
     (None, why) when it does not parse."""
+    raw, why = read_bounded(path, MAX_DOCUMENT_BYTES)
+    if raw is None:
+        return None, why
     try:
-        if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
-            return None, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB"
-        with open(path, "rb") as fh:
-            raw = fh.read()
         data = json.loads(raw.decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         return None, f"unreadable ({type(exc).__name__})"
     except (ValueError, RecursionError):
         return None, "a JSON object that does not parse"

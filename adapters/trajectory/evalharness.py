@@ -17,7 +17,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, endpoint_of
+from rundiff_core import (
+    InputError,
+    TaskRecord,
+    TrajectoryRun,
+    analyze_messages,
+    endpoint_of,
+    read_bounded,
+)
 
 from .jsonl import iter_jsonl
 from .shell import exit_bucket, openhands_messages, shell_endpoint
@@ -100,12 +107,12 @@ def load_openhands(path: str, report: str | None = None) -> TrajectoryRun:
 
 def results_meta(path: str) -> dict[str, Any]:
     """Task metadata from an lm-eval results file: per task its metrics, filters, n-shot, sample counts."""
+    raw, why = read_bounded(path, 64 << 20)
     try:
-        if os.path.getsize(path) > 64 * 1024 * 1024:
-            raise ValueError("larger than 64 MiB")
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
+        if raw is None:
+            raise ValueError(why)
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise InputError(f"cannot read lm-eval results {path}: {str(exc).splitlines()[0][:200]}") from exc
     if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
         raise InputError(f"{path} is not an lm-eval results file (no `results` object)")

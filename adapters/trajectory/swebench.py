@@ -22,7 +22,14 @@ from typing import Any
 
 import yaml
 
-from rundiff_core import InputError, TaskRecord, TrajectoryRun, analyze_messages, load_yaml_plain
+from rundiff_core import (
+    InputError,
+    TaskRecord,
+    TrajectoryRun,
+    analyze_messages,
+    load_yaml_plain,
+    read_bounded,
+)
 
 from .shell import exit_bucket, minisweagent_messages, shell_endpoint, sweagent_messages
 from .sniffing import (
@@ -291,12 +298,12 @@ def _exit_statuses(folder: str, run: TrajectoryRun) -> dict[str, str]:
     out: dict[str, str] = {}
     changed = 0
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "exit_statuses_*.yaml"))):
+        raw, why = read_bounded(path, MAX_SIDE_FILE)
         try:
-            if os.path.getsize(path) > MAX_SIDE_FILE:
-                raise ValueError(f"larger than {MAX_SIDE_FILE} bytes")
-            with open(path, "rb") as fh:
-                data = load_yaml_plain(fh.read())
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+            if raw is None:
+                raise ValueError(why)
+            data = load_yaml_plain(raw)
+        except (ValueError, yaml.YAMLError) as exc:
             run.skip("unreadable exit-status YAML")
             run.note(f"{os.path.basename(path)}: {str(exc).splitlines()[0][:160]} — skipped")
             continue

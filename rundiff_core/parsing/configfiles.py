@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .bounded import read_bounded
+
 MAX_JSON_BYTES = 512 << 20  # what read_json_file loads at most (the local layouts' limit)
 MAX_CONFIG_BYTES = 8 << 20  # a config file beside an event file larger than this is not a config
 
@@ -43,13 +45,13 @@ def read_json_file(path: str, notes: list[str]) -> Any:
     import json
 
     name = os.path.basename(path)
+    raw, why = read_bounded(path, MAX_JSON_BYTES)
+    if raw is None:
+        notes.append(f"{name}: {why}; not read")
+        return None
     try:
-        if os.path.getsize(path) > MAX_JSON_BYTES:
-            notes.append(f"{name}: larger than {MAX_JSON_BYTES >> 20} MiB; not read")
-            return None
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (ValueError, UnicodeDecodeError, RecursionError, OSError) as exc:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         notes.append(f"{name}: not valid JSON ({str(exc)[:80]}); skipped")
         return None
 

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounded import read_bounded
 from .configfiles import read_config_yaml
 from .nested import flatten
 
@@ -73,11 +74,9 @@ def _load(path: str, notes: list[str]) -> Any:
     name = f"{HYDRA_DIR}/{os.path.basename(path)}"
     if not os.path.isfile(path):
         return None
-    try:
-        if os.path.getsize(path) > MAX_BYTES:
-            notes.append(f"{name}: larger than {MAX_BYTES >> 20} MiB; not read")
-            return None
-    except OSError:
+    raw, why = read_bounded(path, MAX_BYTES)
+    if raw is None:
+        notes.append(f"{name}: {why}; not read")
         return None
     more: list[str] = []
     data = read_config_yaml(path, more)

@@ -9,6 +9,8 @@ import ast
 import os
 from typing import Any
 
+from .bounded import read_bounded
+
 MAX_PY_BYTES = 8 << 20  # a config .py longer than this is not parsed
 _UNREAD = object()
 
@@ -135,13 +137,10 @@ def read_py_config(text: str, name: str) -> tuple[dict[str, Any], list[str]]:
 def read_py_config_file(path: str) -> tuple[dict[str, Any], list[str]]:
     """`read_py_config` of a file, its size checked before it is read."""
     name = os.path.basename(path)
-    try:
-        if os.path.getsize(path) > MAX_PY_BYTES:
-            return {}, [f"{name}: larger than {MAX_PY_BYTES >> 20} MiB; config not read"]
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return read_py_config(fh.read(), name)
-    except OSError as exc:
-        return {}, [f"{name}: unreadable ({exc.strerror or exc}); config not read"]
+    raw, why = read_bounded(path, MAX_PY_BYTES)
+    if raw is None:
+        return {}, [f"{name}: {why}; config not read"]
+    return read_py_config(raw.decode("utf-8", errors="replace"), name)
 
 
 def config_differences(a: dict[str, Any], b: dict[str, Any], limit: int = 6) -> list[str]:

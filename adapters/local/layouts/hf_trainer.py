@@ -19,6 +19,7 @@ from rundiff_core import (
     LayoutRun,
     ListSalvage,
     drop_repeats,
+    read_bounded,
     read_config_files,
     read_json_file,
     salvage_list,
@@ -176,13 +177,9 @@ def _load_state(spec: LayoutRun, cands: list[tuple[float, int, str, str]]) -> St
 
 def _parse(path: str) -> tuple[dict[str, Any] | None, str]:
     """The state file's document, or None and why it is not one."""
-    try:
-        if os.path.getsize(path) > MAX_STATE_BYTES:
-            return None, f"larger than {MAX_STATE_BYTES >> 20} MiB; not read"
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror})"
+    raw, why = read_bounded(path, MAX_STATE_BYTES)
+    if raw is None:
+        return None, f"{why}; not read" if why.startswith("larger") else why
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 import rundiff_core  # the data model (numpy) loads when a log is read, not to sniff
 from rundiff_core import Claimed, LayoutFolder, LayoutRun
 
-from ..common import Meta, count_rows, files_beside, run_dir, yaml_config
+from ..common import Meta, count_rows, files_beside, is_events_file, run_dir, yaml_config
 from ..lazy import np, pd
 from ..sniff import is_number, read_columns, read_head, sniff_table, to_long
 
@@ -59,12 +59,6 @@ if TYPE_CHECKING:
 
 RESULTS = "results.csv"
 RESULTS_TXT = "results.txt"  # YOLOv5 <= 5.0: no header
-
-
-def is_events_file(name: str) -> bool:
-    """TensorBoard's rule for its event files (shapes.owned_events has it too: layouts do not
-    import the shapes, which import them)."""
-    return "tfevents" in name and not name.endswith(".profile-empty")
 
 
 def _header_ok(head: bytes) -> bool:

@@ -20,7 +20,7 @@ from rundiff_core import (
     read_json_file,
 )
 
-from ..common import Meta, scalars
+from ..common import Meta, is_events_file, scalars
 from ..documents import RESULT_SECTIONS, SETTING_SECTIONS, document_parts
 from ..lazy import pd
 from ..shape import ColumnLists
@@ -484,7 +484,7 @@ def _event_folders(folder: LayoutFolder) -> list[str]:
         except OSError:
             continue
         names = [e.name for e in entries if not e.name.startswith(".")]
-        if names and all(e.is_file() and "tfevents" in e.name for e in entries
+        if names and all(e.is_file() and is_events_file(e.name) for e in entries
                          if not e.name.startswith(".")):
             out.append(d)
     return out

@@ -15,12 +15,8 @@ import os
 import rundiff_core
 from rundiff_core import LayoutRun
 
+from ..common import is_events_file
 from ..lazy import pd
-
-
-def is_events_file(name: str) -> bool:
-    """TensorBoard's rule for its event files (`tfevents` in the name, no profile stubs)."""
-    return "tfevents" in name and not name.endswith(".profile-empty")
 
 
 def events_folder(folder: str, dirs: list[str]) -> tuple[str, list[str]] | None:
