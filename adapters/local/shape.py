@@ -76,8 +76,8 @@ def shape_of(path: str, head: bytes | None = None, *, text: bool = True) -> Shap
     bare = headerless_table(head, complete=len(head) < SNIFF_BYTES)
     if bare is not None:
         return Shape("table", f"{KIND_WORDS[bare.kind]} without a header ({len(bare.header)} "
-                     "columns" + ("; the first counts 0, 1, 2, …: its step" if bare.step else "")
-                     + ")", bare)
+                     "columns)" + ("; the first counts 0, 1, 2, …: its step" if bare.step else ""),
+                     bare)
     if text and not path.lower().endswith((".json", ".csv", ".tsv", ".yaml", ".yml")):
         return text_shape(path)
     return Shape("unknown", "text, no table or records")
