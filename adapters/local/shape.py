@@ -76,7 +76,8 @@ def shape_of(path: str, head: bytes | None = None, *, text: bool = True) -> Shap
     bare = headerless_table(head, complete=len(head) < SNIFF_BYTES)
     if bare is not None:
         return Shape("table", f"{KIND_WORDS[bare.kind]} without a header ({len(bare.header)} "
-                     "columns)", bare)
+                     "columns)" + ("; the first counts 0, 1, 2, …: its step" if bare.step else ""),
+                     bare)
     if text and not path.lower().endswith((".json", ".csv", ".tsv", ".yaml", ".yml")):
         return text_shape(path)
     return Shape("unknown", "text, no table or records")
@@ -272,7 +273,12 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
     """A table of numeric rows without a header line (old YOLOv5's `results.txt`, a loss dump
     from `np.savetxt`): 3+ rows of 2+ fields, every row the same count, every cell a number (an
     `i/N` counter or a `2.5G` size counts). Its columns are named `col1…colN` until a layout
-    names them."""
+    names them; its first column is its step when it counts (`counters.counts_up`: `0, 1, 2, …`,
+    back to its start where a launch was appended). A whole file of two such rows is a table too
+    when its first column counts and the rest hold a measured (fractional) value: `0<TAB>5.12`,
+    `1<TAB>4.78`, an epoch and its loss — two bare lines of whole numbers are not."""
+    from .counters import counts_up, is_fraction
+
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
@@ -281,7 +287,7 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
     if not complete:
         lines = lines[:-1]
     lines = lines[:41]
-    if len(lines) < 3:
+    if len(lines) < 2 or len(lines) == 2 and not complete:
         return None
     for delim in ("\t", ",", ";", "ws"):
         rows = [ln.split() if delim == "ws" else [c.strip() for c in ln.strip().split(delim)]
@@ -289,10 +295,14 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
         width = len(rows[0])
         if width < 2 or any(len(r) != width for r in rows):
             continue
-        if all(_CELL.match(c) for r in rows for c in r) and any(
-                is_number(c) for r in rows for c in r):
-            return Sniff(delim, header=[f"col{i}" for i in range(1, width + 1)], step=None,
-                         rows_seen=len(rows), headerless=True)
+        if not (all(_CELL.match(c) for r in rows for c in r) and any(
+                is_number(c) for r in rows for c in r)):
+            continue
+        counting = counts_up([r[0] for r in rows])
+        if len(rows) < 3 and not (counting and any(is_fraction(c) for r in rows for c in r[1:])):
+            continue
+        return Sniff(delim, header=[f"col{i}" for i in range(1, width + 1)],
+                     step="col1" if counting else None, rows_seen=len(rows), headerless=True)
     return None
 
 

@@ -44,6 +44,9 @@ KINDS = {"\t": "TSV", ",": "CSV", ";": "semicolon-separated text", "ws": "whites
 _NUM = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$|^\s*[-+]?(?:nan|inf|infinity)\s*$",
                   re.I)
 _NAME = re.compile(r"^[^\W\d]|^_", re.U)
+#: a name led by digits then a letter (`2d_loss`, `3d_loss`): a name when a letter-led name is
+#: beside it in the header (a row of `10k`, `5x` sizes alone is no header)
+_DIGIT_NAME = re.compile(r"^\d+[^\W\d_]", re.U)
 
 
 def norm_name(name: str) -> str:
@@ -202,7 +205,8 @@ def _sniff_delimited(body: list[str], delim: str) -> tuple[list[str], int] | Non
     if len(header) < 2 or any(not h for h in header[:-1]) or not header[-1] and len(header) < 3:
         return None
     if any(is_number(h) for h in header) or not all(_NAME.match(h) or h.startswith("#")
-                                                   for h in header if h):
+                                                   or _DIGIT_NAME.match(h) for h in header if h) \
+            or not any(_NAME.match(h) or h.startswith("#") for h in header if h):
         return None
     if delim == "ws" and any(len(h) > 64 for h in header):
         return None
@@ -452,8 +456,10 @@ def _arrow_columns(table: Any, labels: bool = False, share: float = MAX_BAD_SHAR
     kept: dict[str, list[Any]] = {}
     bad: dict[str, int] = {}  # a numeric column's few unreadable cells: skipped, counted
     cells_bad: list[tuple[int, str, str]] = []  # and each of them: (row, column, text)
-    for name, col in zip(table.column_names, table.columns, strict=True):
+    for name, col in zip(_names(table.column_names), table.columns, strict=True):
         typ = col.type
+        if pa.types.is_null(typ) and not name:
+            continue  # every line ends with the delimiter: an empty cell, no column
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
             head = [v for v in col.slice(0, 200).drop_null().to_pylist() if v.strip()]
             words = sum(1 for v in head if not is_number(v))
@@ -519,6 +525,13 @@ def _arrow_columns(table: Any, labels: bool = False, share: float = MAX_BAD_SHAR
 
     return Columns(names, values, valid, text, table.num_rows, kept, bad, cells=cells_bad)
 
+
+
+def _names(names: list[str]) -> list[str]:
+    """Header cells without their padding (`2d_loss   <TAB>…`, `epoch, loss`), as the sniff
+    read them; a name that would then repeat another keeps its padding."""
+    stripped = [str(n).strip() for n in names]
+    return [s if stripped.count(s) == 1 else str(n) for n, s in zip(names, stripped, strict=True)]
 
 
 def _numbers_or_none(cells: list[Any], share: float) -> tuple[Any, list[tuple[int, str]]] | None:
@@ -602,6 +615,8 @@ def _read_lines(path: str, sniff: Sniff, notes: list[str], share: float, whole_l
     counted = re.compile(_COUNTED) if sniff.headerless else None
     for j, col in enumerate(header):
         cells = [r[j].strip() for r in rows]
+        if not col and not any(cells):
+            continue  # every line ends with the delimiter: an empty cell, no column
         if counted is not None:
             cells = [counted.sub(r"\1", c) for c in cells]
         vals = np.full(len(cells), np.nan)

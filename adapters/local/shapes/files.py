@@ -411,13 +411,16 @@ def _index_tables(table: LayoutRun, data: dict[str, Any]) -> list[str]:
 
 def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
     """A table that holds several launches (its x back at its start: a script run again, its
-    log appended) leaves the folder's run: each launch is a run of its own, `FILE#1`, `FILE#2`."""
+    log appended) leaves the folder's run: each launch is a run of its own, `FILE#1`, `FILE#2`.
+    Tables of one folder that start again the same number of times were appended by the same
+    launches (a script writing `train.log` and `eval.log` each epoch): launch i of each is one
+    run, named by the table whose name says it is the training log (else the first by name)."""
     from ..detecting import DETECTING
     from ..sniff import launches
 
     if DETECTING.get():
         return []  # detection reads heads only; the listing finds the launches
-    out = []
+    found: dict[int, list[tuple[str, Sniff, list[tuple[int, int]]]]] = {}
     for path, sniff in list(table.sniffs.items()):
         if not isinstance(sniff, Sniff) or one_row(path, sniff) is not None:
             continue
@@ -426,13 +429,30 @@ def _launch_runs(table: LayoutRun) -> list[LayoutRun]:
             continue
         table.files.remove(path)
         del table.sniffs[path]
-        base = os.path.basename(path)
-        for i, span in enumerate(spans, start=1):
-            out.append(LayoutRun(f"{path}#{i}", "files", [path],
-                                 f"{base}: launch {i} of {len(spans)} (rows {span[0] + 1}–"
-                                 f"{span[1]}; its {sniff.step} starts again)",
-                                 {path: sniff, "rows": span}))
+        found.setdefault(len(spans), []).append((path, sniff, spans))
+    out = []
+    for group in found.values():
+        alike = [group] if len(group) > 1 else []
+        for members in alike or [[m] for m in group]:
+            members.sort(key=lambda m: (not _says_train(m[0]), m[0]))
+            lead, sniff, spans = members[0]
+            base = os.path.basename(lead)
+            others = [os.path.basename(m[0]) for m in members[1:]]
+            with_them = f" and {', '.join(others)}'s rows of the same launch" if others else ""
+            for i, span in enumerate(spans, start=1):
+                sniffs: dict[str, Any] = {p: sn for p, sn, _ in members}
+                sniffs["rows"] = {p: sp[i - 1] for p, _, sp in members}
+                out.append(LayoutRun(f"{lead}#{i}", "files", [m[0] for m in members],
+                                     f"{base}: launch {i} of {len(spans)} (rows {span[0] + 1}–"
+                                     f"{span[1]}; its {sniff.step} starts again){with_them}",
+                                     sniffs))
     return out
+
+
+def _says_train(path: str) -> bool:
+    """The file's name says it is the training log (`train.log`, `training_log.csv`)."""
+    stem = os.path.splitext(os.path.basename(path))[0].lower()
+    return re.search(r"(?:^|[^a-z])train(?:ing)?(?:$|[^a-z])", stem) is not None
 
 
 class TextFile(rundiff_core.PlainRecord):
@@ -687,8 +707,9 @@ def meta(spec: LayoutRun) -> Meta:
     out = Meta()
     out.config, out.notes = read_config_files(_folder(spec))
     if "rows" in spec.sniffs:
-        out.notes.append(spec.reason + ": one launch of several appended to one file, a run of "
-                         "its own")
+        out.notes.append(spec.reason + (": one launch of several appended to one file, a run of "
+                                        "its own" if len(spec.files) == 1 else ": one launch of "
+                                        "several appended to each of its files, a run of its own"))
         log = spec.files[0]
         for path in spec.sniffs.get("beside", []):
             out.notes.append(f"{os.path.basename(path)}: no step-like column beside "
@@ -785,7 +806,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
         elif isinstance(sniff, Sniff):
             if one_row(path, sniff) is not None:
                 continue
-            frame, more = read_table(path, sniff, rows=spec.sniffs.get("rows"))
+            frame, more = read_table(path, sniff, rows=(spec.sniffs.get("rows") or {}).get(path))
         elif path.lower().endswith(".json"):
             sniff = sniff_table(path)
             if sniff is None or sniff.kind != "json":
