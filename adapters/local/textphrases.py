@@ -34,14 +34,14 @@ _PHRASE = re.compile(
     rf"(?:(?:the\s+)?(?P<key_a>{_WORD}(?:\s+{_WORD}){{0,3}}?)\s+(?:(?:was|is|has\s+been)\s+)?"
     rf"(?:{_PAST})"
     rf"|(?-i:[A-Z][a-z]+[A-Z]\w*\s+)?(?:{_ACT})\s+(?:the\s+)?(?P<key_b>{_WORD}(?:\s+{_WORD}){{0,3}}?))"
-    rf"\s+to\s+(?P<value>{_NUM})\.?\s*$", re.I)
+    rf"\s+to:?\s+(?P<value>{_NUM})\.?\s*$", re.I)
 _VERBS = re.compile(rf"^(?:{_PAST}|{_ACT}|was|is|has|been|to|the)$", re.I)
 
 
 def phrase_field(line: str) -> str:
     """`line` with a phrase-valued record written as its field (`learning_rate changed to 0.0045`
     → `learning_rate: 0.0045`); any other line as it is."""
-    if " to " not in line:
+    if " to" not in line:
         return line
     m = _PHRASE.match(line.strip())
     if m is None:
