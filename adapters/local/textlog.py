@@ -50,7 +50,9 @@ import rundiff_core  # names resolved at use: the data model (numpy) loads only 
 
 from .lazy import pd  # imported on first use: sniffing needs neither
 from .sniff import looks_binary, points_frame
+from .textblocks import conll_fields, eval_heading
 from .textkinds import finer_kind_keys
+from .textphrases import kind_word, phrase_field
 from .textsessions import Sessions
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
@@ -184,7 +186,13 @@ def parse_line(line: str) -> Record | None:
 
 @lru_cache(maxsize=1 << 15)
 def _parse_remembered(line: str) -> Record | None:
-    line = clean_line(line)
+    line = conll_fields(phrase_field(clean_line(line)))
+    kind = kind_word(line, STEP_KEYS)
+    if kind is not None and (rec := _parse_fields(kind[1])) is not None:
+        rec.pairs[:] = [(k if _is_step_name(k) else f"{kind[0]}/{k}", v) for k, v in rec.pairs]
+        rec.totals = {k if _is_step_name(k) else f"{kind[0]}/{k}": n for k, n in rec.totals.items()}
+        rec.forms.add("KIND key: value")
+        return rec
     label = _LABEL.match(line)
     if label is not None and not _COUNTED.search(label.group("label")):
         rec = _parse_fields(line[label.end():])
@@ -677,6 +685,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         records: list[tuple[float, Record, int, bool]] = []  # (step, record, session, stamped)
         phases: list[str | None] = []  # per record: the phase banner above it (`== validate ==`)
         phase: str | None = None
+        headed_phase = False  # the phase is an evaluation heading's (textblocks)
         sessions = Sessions()
         stamped = [0, 0]  # of the records with a step: with a time stamp, in all
         for line in fh:
@@ -687,7 +696,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
             if rec is None:
                 skipped += 1
                 if (banner_words := _BANNER.match(line)) is not None:
-                    phase = _phase(banner_words.group("words"))
+                    phase, headed_phase = _phase(banner_words.group("words")), False
+                elif (split := eval_heading(clean_line(line))) is not None:
+                    phase, headed_phase = split, True  # until the next record with the step
                 continue
             units |= rec.units
             totals.update(rec.totals)
@@ -701,6 +712,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                 else:
                     pending.append((rec, stamp, phase))
                 continue
+            if headed_phase:  # an evaluation heading's section ends at a training record
+                phase, headed_phase = None, False
             sessions.see(step)
             stamped[0] += stamp
             stamped[1] += 1
@@ -726,6 +739,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                                                     STEP_KEYS)
         shifts = sessions.shifts()
         phased = _phased_keys(records, phases, step_key)
+        places = _place_counters(records, step_key)
         for i, (step, rec, session, stamp) in enumerate(records):
             if shifts:
                 step += shifts[session]
@@ -740,7 +754,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                 kept_stepless += 1
             counter = finer.get(i)
             for k, v in rec.pairs:
-                if k == step_key:
+                if k == step_key or k in places:
                     continue
                 steps.append(step)
                 keys.append(f"{counter}/{k}" if counter and k in shared else
@@ -764,10 +778,13 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
     if banner:
         notes.append(f"{name}: {banner} one-off line(s) without a {step_key} (a banner) not read "
                      "as metrics")
+    if places:
+        notes.append(f"{name}: {', '.join(sorted(places))} count(s) within the {step_key} "
+                     "(where a record was written, not a measurement): not read as metrics")
     if kinds_said:
         notes.append(f"{name}: {kinds_said}")
     if phased:
-        notes.append(f"{name}: {_some_keys(phased)} written under different phase banners "
+        notes.append(f"{name}: {_some_keys(phased)} written under different phase banners or evaluation headings "
                      f"({', '.join(sorted({ph for ph in phases if ph}))}): kept apart, named by "
                      "the banner (`<phase>/<key>`)")
     if shifts:
@@ -798,6 +815,33 @@ def _phased_keys(records: list[tuple[float, Record, int, bool]], phases: list[st
             if k != step_key:
                 seen.setdefault(k, set()).add(ph)
     return {k for k, phs in seen.items() if len(phs) >= 2 and None not in phs}
+
+
+def _place_counters(records: list[tuple[float, Record, int, bool]], step_key: str | None
+                    ) -> set[str]:
+    """The counters finer than the step (`Epoch[0] Batch [20]`'s batch) or placing a record that
+    has no step (`Update[3120]: Change learning rate to …`): keys named as a step, whole numbers
+    in every record, always beside measured keys, and changing from record to record at least
+    as often as the step does. They say where a record was written, so they are no series; a
+    coarser counter (`iteration:1 step:100/1044`'s iteration) stays one."""
+    seen: dict[str, bool] = {}
+    last: dict[str, tuple[float, float]] = {}
+    moves: dict[str, list[int]] = {}  # per counter: [its changes, the step's changes]
+    for _, rec, _, _ in records:
+        keys = [k for k, _ in rec.pairs if k != step_key]
+        measured = any(not _is_step_name(k) for k in keys)
+        step = next((v for k, v in rec.pairs if k == step_key), None)
+        for k, v in rec.pairs:
+            if k == step_key or not _is_step_name(k):
+                continue
+            seen[k] = seen.get(k, True) and measured and float(v).is_integer()
+            if step is not None:
+                if k in last:
+                    m = moves.setdefault(k, [0, 0])
+                    m[0] += v != last[k][0]
+                    m[1] += step != last[k][1]
+                last[k] = (v, step)
+    return {k for k, ok in seen.items() if ok and (k not in moves or moves[k][0] >= moves[k][1])}
 
 
 def _some_keys(keys: set[str]) -> str:
