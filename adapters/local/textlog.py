@@ -390,6 +390,8 @@ FRAMEWORKS = {
                "x = epoch, else the count of train records",
     "fairseq": "fairseq log (`epoch N: i / n k=v, …`, `epoch N | k v | …`, "
                "`valid on '<subset>' subset`); step = num_updates",
+    "tqdm-postfix": "tqdm progress bar's postfix (`… | n/total [elapsed<left, rate, k=v, …]`); "
+                    "x = the count of postfix updates",
 }
 
 # torchtune recipes: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")
@@ -541,7 +543,10 @@ def _framework(lines: list[str]) -> Grammar | None:
     dicts = [rec for ln in lines if (rec := _dict_record(ln)) is not None]
     if len(_trainer_records(dicts)[0]) >= 2:
         return Grammar(step="epoch", framework="hf-dict", share=(len(dicts), content))
-    return None
+    from .textbars import X_NAME, sniff_bars  # only where no line is another grammar's record
+
+    bars = sniff_bars(lines)
+    return Grammar(step=X_NAME, framework="tqdm-postfix", share=bars) if bars else None
 
 
 def _trainer_records(records: list[dict[str, float]]) -> tuple[list[dict[str, float]], int]:
@@ -1011,5 +1016,12 @@ def _read_counted(path: str, name: str, grammar: Grammar, given: list[str] | Non
     return points_frame(steps, keys, values, None, notes, name)
 
 
-_READERS = {"counted": _read_counted, "torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
+def _read_tqdm_postfix(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                       ) -> tuple[pd.DataFrame, list[str]]:
+    from .textbars import read_bars
+
+    return read_bars(path, name, grammar.describe(), given)
+
+
+_READERS = {"tqdm-postfix": _read_tqdm_postfix, "counted": _read_counted, "torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
             "fairseq": _read_fairseq}
