@@ -7,8 +7,8 @@ captured bar is redrawn in place with carriage returns, and tqdm redraws it when
 moves, with the postfix unchanged: that redraw is no new value. So each change of the postfix is
 one point, x = the count of changes (1-based: `update`), every numeric `key=value` of it a series.
 
-Read only when nothing else in the file is a record (textlog's grammars win: a script that prints
-its epoch summaries beside the bar is read from those lines, as before).
+Tried only when none of textlog's grammars reads the file (a script that prints its epoch
+summaries beside the bar is read from those lines, as before).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .sniff import points_frame
 #: (`n` alone when the total is unknown); `post` is the postfix after the rate
 _BAR = re.compile(r"(?:\d{1,3}%\|[^|]*\|\s*)?\d+(?:\.\d+)?[kMG]?(?:/\d+(?:\.\d+)?[kMG]?)?\s*"
                   r"\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it|s)/(?:s|it)\s*(?P<post>(?:,[^\]]*)?)\]\s*$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][\w./\-]*)=(?P<val>\S+)\s*$")
 
 X_NAME = "update"
@@ -32,6 +33,8 @@ def postfix(line: str) -> tuple[str, list[tuple[str, float]]] | None:
     line is no bar or its postfix holds no number."""
     from .textlog import parse_value  # textlog imports this module
 
+    if "\x1b" in line:  # a coloured value (`Loss=\x1b[33m0.042\x1b[0m`)
+        line = _ANSI.sub("", line)
     m = _BAR.search(line)
     if m is None or not m["post"].strip(", "):
         return None
@@ -48,10 +51,8 @@ def postfix(line: str) -> tuple[str, list[tuple[str, float]]] | None:
 
 
 def sniff_bars(lines: list[str]) -> tuple[int, int] | None:
-    """(bar frames with a postfix, content lines) when the file's numbers are tqdm postfixes that
-    change at least once and no other line is a record of textlog's grammars; else None."""
-    from .textlog import parse_line
-
+    """(bar frames with a postfix, content lines) when tqdm postfixes that change at least once
+    are in `lines` (textlog asks only where none of its grammars reads the file); else None."""
     if not any("it/s" in ln or "s/it" in ln for ln in lines):
         return None
     frames = 0
@@ -61,8 +62,6 @@ def sniff_bars(lines: list[str]) -> tuple[int, int] | None:
         if got is not None:
             frames += 1
             seen.add(got[0])
-        elif ln.strip() and parse_line(ln) is not None:
-            return None
     if len(seen) < 2:
         return None
     return frames, len([ln for ln in lines if ln.strip()])

@@ -469,7 +469,20 @@ def _step_key(records: list[Record]) -> str | None:
 
 def sniff_text(path: str, lines: list[str] | None = None) -> Grammar | None:
     """The grammar of a text log from its head and tail (or of `lines`, a log held in another
-    file: a Markdown code block), or None when it is not one."""
+    file: a Markdown code block), or None when it is not one. A file none of the record grammars
+    reads may hold its numbers in a tqdm bar's postfix (textbars), tried last."""
+    lines = _sample(path) if lines is None else lines
+    grammar = _sniff_records(path, lines)
+    if grammar is None and lines:
+        from .textbars import X_NAME, sniff_bars
+
+        bars = sniff_bars([ln for ln in lines if ln.strip()])
+        if bars is not None:
+            return Grammar(step=X_NAME, framework="tqdm-postfix", share=bars)
+    return grammar
+
+
+def _sniff_records(path: str, lines: list[str] | None) -> Grammar | None:
     lines = _sample(path) if lines is None else lines
     if not lines:
         return None
@@ -543,10 +556,7 @@ def _framework(lines: list[str]) -> Grammar | None:
     dicts = [rec for ln in lines if (rec := _dict_record(ln)) is not None]
     if len(_trainer_records(dicts)[0]) >= 2:
         return Grammar(step="epoch", framework="hf-dict", share=(len(dicts), content))
-    from .textbars import X_NAME, sniff_bars  # only where no line is another grammar's record
-
-    bars = sniff_bars(lines)
-    return Grammar(step=X_NAME, framework="tqdm-postfix", share=bars) if bars else None
+    return None
 
 
 def _trainer_records(records: list[dict[str, float]]) -> tuple[list[dict[str, float]], int]:
