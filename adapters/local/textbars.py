@@ -31,8 +31,6 @@ X_NAME = "update"
 def postfix(line: str) -> tuple[str, list[tuple[str, float]]] | None:
     """(the postfix as written, its numeric `key=value` items) of a tqdm bar, or None when the
     line is no bar or its postfix holds no number."""
-    from .textlog import parse_value  # textlog imports this module
-
     if "\x1b" in line:  # a coloured value (`Loss=\x1b[33m0.042\x1b[0m`)
         line = _ANSI.sub("", line)
     m = _BAR.search(line)
@@ -44,9 +42,9 @@ def postfix(line: str) -> tuple[str, list[tuple[str, float]]] | None:
         it = _ITEM.match(item)
         if it is None:
             return None  # not tqdm's `k=v, k=v`: some other bracket
-        v = parse_value(it["val"])
-        if v is not None and not v[1] and v[2] is None:
-            pairs.append((it["key"], v[0]))
+        v = _number(it["val"])
+        if v is not None:
+            pairs.append((it["key"], v))
     return (text, pairs) if pairs else None
 
 
@@ -70,8 +68,6 @@ def sniff_bars(lines: list[str]) -> tuple[int, int] | None:
 def read_bars(path: str, name: str, describe: str, lines: list[str] | None = None
               ) -> tuple[pd.DataFrame, list[str]]:
     """Each change of a tqdm bar's postfix as one point (x = the count of changes)."""
-    from .textlog import _lines
-
     steps: list[float] = []
     keys: list[str] = []
     values: list[float] = []
@@ -99,3 +95,20 @@ def read_bars(path: str, name: str, describe: str, lines: list[str] | None = Non
     if text_items:
         notes.append(f"{name}: postfix items without a number not read: {', '.join(sorted(text_items))}")
     return points_frame(steps, keys, values, None, notes, name)
+
+
+def _number(text: str) -> float | None:
+    """A postfix value as tqdm prints a number (`8.31e+8`, `0.0420806`, `nan`); None for text."""
+    try:
+        return float(text.rstrip(","))
+    except ValueError:
+        return None
+
+
+def _lines(path: str, given: list[str] | None):  # noqa: ANN202 - yields str
+    """The file's lines (text mode splits at \\n, \\r\\n and \\r alike: each redraw a line)."""
+    if given is not None:
+        yield from given
+        return
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        yield from fh
