@@ -54,6 +54,7 @@ from .textblocks import conll_fields, eval_heading
 from .textkinds import finer_kind_keys
 from .textphrases import kind_word, phrase_field
 from .textsessions import Sessions
+from .texttokens import rewrite_tokens
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
@@ -99,18 +100,24 @@ class Record:
 # `[2024-01-02T03:04:05]`, `12/06/2022 14:01:36`: the transformers example scripts' datefmt
 # `%m/%d/%Y %H:%M:%S`), a level (`INFO`, `[INFO]`, `INFO:root:`), the logger's name after the
 # level (`INFO - training.trainer_base - `: their format `%(asctime)s - %(levelname)s - %(name)s
-# - %(message)s`), a leading `- ` bullet.
+# - %(message)s`), a leading `- ` bullet. Also: a compact date (`[20221127 22:30:55][INFO] `:
+# `%Y%m%d %H:%M:%S`), the logger's name BEFORE the level as the logging docs' own example format
+# writes it (`%(asctime)s - %(name)s - %(levelname)s - %(message)s`; a name may be a file's path,
+# `log\train.log - INFO - `), and loguru's default format (`{time} | {level: <8} | {name}:
+# {function}:{line} - {message}`: `| INFO     | __main__:<module>:9 - `).
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|SUCCESS|TRACE)"
 _LOG_PREFIX = re.compile(
-    r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}/\d{4} )?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*"
+    r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}/\d{4} |\d{8} )?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*"
     r"[:|,-]?\s*)?"
-    r"(?:(?:[A-Za-z_][\w.]*\s+(?=(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b))?"  # `SSD.trainer `
-    r"\[?(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?"
-    r"(?:\s+-\s+[A-Za-z_][\w.]*(?=\s+-\s))?\s*[:|-]?\s*)?"  # `INFO - __main__ - `
+    rf"(?:(?:[A-Za-z_][\w.\\/]*(?:\s+-)?\s+(?={_LEVEL}\b))?"  # `SSD.trainer `, `log\\train.log - `
+    rf"\[?{_LEVEL}\]?(?::[\w.]+)?"
+    r"(?:\s+-\s+[A-Za-z_][\w.]*(?=\s+-\s))?\s*[:|-]?\s*"  # `INFO - __main__ - `
+    r"(?:[\w.]+:[\w.<>]+:\d+\s+-\s+)?)?"  # after a level, loguru's `__main__:<module>:9 - `
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
 # The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`,
-# `12/06/2022 14:01:36`)
-_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}(?:/\d{4})? )?\d{2}:\d{2}:\d{2}")
+# `12/06/2022 14:01:36`, `[20221127 22:30:55]`)
+_STAMP = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}(?:/\d{4})? |\d{8} )?\d{2}:\d{2}:\d{2}")
 # A label before a record's fields: `Train metrics: accuracy: 0.37 ; loss: 1.0`
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_ ]{0,39}?)\s*:\s+"
                     r"(?=[A-Za-z_][\w./\-%]*\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
@@ -138,13 +145,14 @@ _DAYS = re.compile(r"\b(?P<d>\d+) days?, (?P<h>\d{1,2}):(?P<ms>\d{2}:\d{2})")
 
 
 def clean_line(line: str) -> str:
-    """A log line without its colours, logger prefix and parenthesised remarks after values; a
+    """A log line without its colours, logger prefix and parenthesised remarks after values, its
+    value tokens in the `key: value` form (texttokens: `NER loss:31.0`, `epoch1/10:`); a
     value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field; a
     bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step, and a named
     one (`Epoch [3/30], …`) the field `Epoch: 3/30`."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
-    line = _LOG_PREFIX.sub("", line, count=1)
+    line = rewrite_tokens(_LOG_PREFIX.sub("", line, count=1))
     if line.lstrip().startswith("["):
         line = _BRACKET_STEP.sub(_bracket_step, line, count=1)
     if "[" in line:
@@ -390,6 +398,8 @@ FRAMEWORKS = {
                "x = epoch, else the count of train records",
     "fairseq": "fairseq log (`epoch N: i / n k=v, …`, `epoch N | k v | …`, "
                "`valid on '<subset>' subset`); step = num_updates",
+    "tqdm-postfix": "tqdm progress bar's postfix (`… | n/total [elapsed<left, rate, k=v, …]`); "
+                    "x = the count of postfix updates",
 }
 
 # torchtune recipes: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")
@@ -467,7 +477,20 @@ def _step_key(records: list[Record]) -> str | None:
 
 def sniff_text(path: str, lines: list[str] | None = None) -> Grammar | None:
     """The grammar of a text log from its head and tail (or of `lines`, a log held in another
-    file: a Markdown code block), or None when it is not one."""
+    file: a Markdown code block), or None when it is not one. A file none of the record grammars
+    reads may hold its numbers in a tqdm bar's postfix (textbars), tried last."""
+    lines = _sample(path) if lines is None else lines
+    grammar = _sniff_records(path, lines)
+    if grammar is None and lines:
+        from .textbars import X_NAME, sniff_bars
+
+        bars = sniff_bars([ln for ln in lines if ln.strip()])
+        if bars is not None:
+            return Grammar(step=X_NAME, framework="tqdm-postfix", share=bars)
+    return grammar
+
+
+def _sniff_records(path: str, lines: list[str] | None) -> Grammar | None:
     lines = _sample(path) if lines is None else lines
     if not lines:
         return None
@@ -1047,5 +1070,12 @@ def _read_counted(path: str, name: str, grammar: Grammar, given: list[str] | Non
     return points_frame(steps, keys, values, None, notes, name)
 
 
-_READERS = {"counted": _read_counted, "torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
+def _read_tqdm_postfix(path: str, name: str, grammar: Grammar, given: list[str] | None = None
+                       ) -> tuple[pd.DataFrame, list[str]]:
+    from .textbars import read_bars
+
+    return read_bars(path, name, grammar.describe(), given)
+
+
+_READERS = {"tqdm-postfix": _read_tqdm_postfix, "counted": _read_counted, "torchtune-tqdm": _read_torchtune_tqdm, "hf-dict": _read_hf_dicts,
             "fairseq": _read_fairseq}
