@@ -333,7 +333,9 @@ def read_epochs(path: str) -> tuple[pd.DataFrame, Columns | None, bool, list[str
                                                            "history"], []
     cols, notes = read_columns(path, sniff)
     stripped = [str(n).strip() for n in cols.names]
-    padded = stripped != cols.names or any(str(t) != str(t).strip() for t in cols.text)
+    header = read_head(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    sep = sniff.kind if sniff.kind in ("\t", ",", ";") else ","
+    padded = any(c != c.strip() for c in header.split(sep)) if header else False
     cols.names, cols.text = stripped, [str(t).strip() for t in cols.text]
     cols.labels = {str(k).strip(): v for k, v in cols.labels.items()}  # kept by (stripped) name
     frame, more = to_long(cols, name, step="epoch" if "epoch" in stripped else None, described="CSV")
