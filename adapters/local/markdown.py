@@ -100,7 +100,7 @@ class Fence(rundiff_core.PlainRecord):
             return False
         if grammar.framework or grammar.long_form or grammar.step is None:
             return True
-        from .textlog import parse_line
+        from .textgrammar import parse_line
 
         steps = set()
         for ln in self.lines:
@@ -208,7 +208,7 @@ def _cells(line: str) -> list[str]:
 def _add_record(block: Fence, line: str) -> None:
     """The line's `key: value` fields, when the line is wholly such fields (a bullet, bold and
     code markup aside; a unit word after a value glued to it)."""
-    from .textlog import parse_line  # the grammars compile on import: only for a Markdown file
+    from .textgrammar import parse_line  # the grammars compile on import: only for a Markdown file
 
     plain = _UNIT_WORD.sub(r"\g<num>\g<unit>", _MARKUP.sub("", _BULLET.sub("", line, count=1)))
     rec = parse_line(plain)

@@ -20,7 +20,7 @@ from typing import Any
 import rundiff_core
 
 from .documents import measured
-from .textlog import STEP_KEYS, Record, _unit_suffix, clean_line, parse_line
+from .textgrammar import STEP_KEYS, Record, clean_line, parse_line, unit_suffix
 
 _NUMBER_IN_TITLE = re.compile(r"\d+")
 #: A title: words and a whole number (`Training on subject 3`, `Fold 2 of 5:`)
@@ -106,7 +106,7 @@ def _section(title: str, rec: Record) -> TextSection:
     ident = next((k for k, v in rec.pairs if v in numbers), None)
     config: dict[str, Any] = {}
     summary: dict[str, float] = {}
-    with_unit = tuple(f"_{_unit_suffix(u)}" for u in rec.units)  # `time: 1.5 m` → `time_m`
+    with_unit = tuple(f"_{unit_suffix(u)}" for u in rec.units)  # `time: 1.5 m` → `time_m`
     for key, value in rec.pairs:
         if key == ident or not (measured(key, value) or with_unit and key.endswith(with_unit)):
             config[key.lower() if key == ident else key] = int(value) if value.is_integer() \

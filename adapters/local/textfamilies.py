@@ -1,6 +1,6 @@
 """A framework's console log that also holds another grammar's records: both are kept.
 
-A framework grammar (textlog.FRAMEWORKS: the HF Trainer's `{'loss': …}` dicts, fairseq's progress
+A framework grammar (textgrammar.FRAMEWORKS: the HF Trainer's `{'loss': …}` dicts, fairseq's progress
 rows, torchtune's tqdm descriptions) reads only its own lines. The script around the framework
 often logs more beside them, in a grammar the generic text reader knows — P-tuning v2's
 `12/06/2022 14:01:36 - INFO - training.trainer_base - best_eval_f1 = 0.907` after every

@@ -16,7 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from rundiff_adapters.local.textlog import parse_line, read_text_log
+from rundiff_adapters.local.textgrammar import parse_line
+from rundiff_adapters.local.textlog import read_text_log
 
 from rundiff_core import joined_config, log_head_config
 from rundiff_core.parsing.configlines import command_in, namespace_in

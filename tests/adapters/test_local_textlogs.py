@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rundiff_adapters.local.textlog import parse_line, read_text_log, sniff_text
+from rundiff_adapters.local.textgrammar import parse_line
+from rundiff_adapters.local.textlog import read_text_log, sniff_text
 
 from rundiff_core.resolve import open_source
 

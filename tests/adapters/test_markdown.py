@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rundiff_adapters.local.markdown import parse_markdown, read_markdown, runs_of
 from rundiff_adapters.local.shape import shape_of
-from rundiff_adapters.local.textlog import parse_line
+from rundiff_adapters.local.textgrammar import parse_line
 
 from rundiff_core import InputError
 from rundiff_core.resolve import load_runs, open_source

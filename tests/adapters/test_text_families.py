@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rundiff_adapters.local.textlog import clean_line, parse_line, read_text_log
+from rundiff_adapters.local.textgrammar import clean_line, parse_line
+from rundiff_adapters.local.textlog import read_text_log
 
 TESTS = Path(__file__).resolve().parents[1]
 WILD = TESTS / "fixtures" / "wild"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rundiff_adapters.local.log_config import printed_config
 from rundiff_adapters.local.shapes.owned_events import events_folder
-from rundiff_adapters.local.textlog import parse_line
+from rundiff_adapters.local.textgrammar import parse_line
 
 from rundiff_core.cli import main
 from rundiff_core.resolve import load_runs

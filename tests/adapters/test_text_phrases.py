@@ -9,7 +9,8 @@ import re
 
 import pytest
 from rundiff_adapters.local.textblocks import conll_fields, eval_heading
-from rundiff_adapters.local.textlog import STEP_KEYS, read_text_log
+from rundiff_adapters.local.textgrammar import STEP_KEYS
+from rundiff_adapters.local.textlog import read_text_log
 from rundiff_adapters.local.textphrases import kind_word, phrase_field
 
 WILD = os.path.join(os.path.dirname(__file__), "..", "fixtures", "wild")

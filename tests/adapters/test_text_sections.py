@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rundiff_adapters.local.text_sections import text_sections
-from rundiff_adapters.local.textlog import parse_line
+from rundiff_adapters.local.textgrammar import parse_line
 
 from rundiff_core.resolve import load_runs
 

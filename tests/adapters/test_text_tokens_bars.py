@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from rundiff_adapters.local.textlog import clean_line, parse_line, read_text_log, sniff_text
+from rundiff_adapters.local.textgrammar import clean_line, parse_line
+from rundiff_adapters.local.textlog import read_text_log, sniff_text
 
 from rundiff_core.resolve import load_runs
 from rundiff_core.testing import hash_tree
