@@ -259,17 +259,35 @@ def members_label(runs: Sequence[Run], *, short: bool = True) -> str:
     return f"{names[0]}, {names[1]}, …, {names[-1]} ({n} seeds)"
 
 
-def short_value(value: Any) -> str:
-    """A parameter value as a label shows it: `0.001`, `adamw`, `[256, 256]`, long ones cut."""
+def _value_text(value: Any) -> str:
     if isinstance(value, float):
-        text = format(value, ".4g")
-    elif isinstance(value, str):
-        text = value
-    elif value is None or isinstance(value, bool | int):
-        text = str(value)
-    else:
-        text = json.dumps(value, sort_keys=True, default=str)
-    return fit(text, VALUE_MAX, keep_end=False)
+        return format(value, ".4g")
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool | int):
+        return str(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def short_value(value: Any, among: Sequence[Any] = ()) -> str:
+    """A parameter value as a label shows it: `0.001`, `adamw`, `[256, 256]`, long ones cut. With
+    the values `among` the other runs hold for the key, a long value is cut around where it first
+    differs from them (`…filtered_wth_attri…` against `…filtered_with_attri…`): a cut that keeps
+    only the shared start would label every run alike."""
+    text = _value_text(value)
+    if len(text) <= VALUE_MAX:
+        return text
+    others = [t for t in (_value_text(v) for v in among) if t != text]
+    at = min((_first_difference(text, t) for t in others), default=0)
+    if at < VALUE_MAX - 1:
+        return fit(text, VALUE_MAX, keep_end=False)
+    start = min(at - VALUE_MAX // 3, len(text) - (VALUE_MAX - 1))
+    window = text[start + 1: start + VALUE_MAX - 1]
+    return f"…{window}…" if start + VALUE_MAX - 1 < len(text) else f"…{text[start + 1:]}"
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -309,11 +327,13 @@ def _leaf_name(key: str) -> str:
     return key.rsplit(".", 1)[-1] if "." in key else key
 
 
-def params_text(config: Mapping[str, Any], keys: Sequence[str]) -> str:
+def params_text(config: Mapping[str, Any], keys: Sequence[str],
+                others: Sequence[Mapping[str, Any]] = ()) -> str:
     """`lr=0.001, layers=4` for the keys this config sets (an unset key is left out, never
-    `key=(absent)`)."""
+    `key=(absent)`); a long value is cut where it differs from the `others`' values."""
     leaves = Counter(_leaf_name(k) for k in keys)
-    parts = [f"{_leaf_name(k) if leaves[_leaf_name(k)] == 1 else k}={short_value(config[k])}"
+    parts = [f"{_leaf_name(k) if leaves[_leaf_name(k)] == 1 else k}="
+             f"{short_value(config[k], [o[k] for o in others if k in o])}"
              for k in keys if k in config]
     return ", ".join(parts)
 
@@ -345,7 +365,7 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
     name_runs([r for a in arms for r in a.seeds])
     keys = list(group_by) or (separating_keys(configs) if len(arms) > 1 else [])
     for arm, cfg in zip(arms, configs, strict=True):
-        arm.differs = params_text(cfg, keys)
+        arm.differs = params_text(cfg, keys, configs)
     located = [p for a in arms for r in a.seeds if (p := run_place(r)) is not None]
     cut = _common_prefix(located) if len(located) > 1 else 0
     labels: list[str] = []

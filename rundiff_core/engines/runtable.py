@@ -121,7 +121,8 @@ def run_table(runs: Sequence[Run], *, now: float, stale_after: float,
     differing = distinguishing_keys(configs) if len(runs) > 1 else []
     table = RunTable(headline, rule, differing)
     for run, label, config in zip(runs, labels, configs, strict=True):
-        params = {k: short_value(config[k]) for k in differing if k in config}
+        params = {k: short_value(config[k], [c[k] for c in configs if k in c])
+                  for k in differing if k in config}
         st = states.get(run.address)
         if st is None:
             table.runs.append(RunColumns(run.address, label, None, None, None, False, [], None,

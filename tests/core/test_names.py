@@ -153,3 +153,33 @@ def test_rank_and_compare_of_the_top_folder_name_the_algorithms(realdata, capsys
     assert main(["compare", folder, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert {a["label"] for a in [d["student"], *d["baselines"]]} == want
+
+
+def test_long_values_are_cut_where_the_runs_differ():
+    """Scene-Graph-Benchmark's two configs (wild tree sak-18) name their datasets
+    `VG_stanford_filtered_with_attribute_*` and `…_wth_attribute_*`: a cut keeping the shared start
+    would label both `["VG_stanford_f…`; the cut keeps where they differ."""
+    from rundiff_core.engines.naming import VALUE_MAX, short_value
+
+    a, b = ["VG_stanford_filtered_with_attribute_test"], ["VG_stanford_filtered_wth_attribute_test"]
+    sa, sb = short_value(a, [b]), short_value(b, [a])
+    assert sa != sb and "with" in sa and "wth" in sb
+    assert len(sa) <= VALUE_MAX and len(sb) <= VALUE_MAX
+    assert short_value("resnet50_pretrained_imagenet_v2", ["resnet50_pretrained_imagenet_v1"]) \
+        .endswith("_v2")
+    # differing early (or alone) keeps the start, as before
+    assert short_value("/home/kaihua/checkpoints/model.pth", [None]).startswith("/home/kaihua")
+    assert short_value("adamw", ["sgd"]) == "adamw"
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "wild" / \
+        "sak-18-scene-graph-generator-checkpoints" / "tree"
+    import contextlib
+    import io
+
+    from rundiff_core.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["rank", str(root), "--metric", "loss"]) == 0
+    rows = [ln for ln in out.getvalue().splitlines() if ln.startswith("| ") and "log.txt" in ln]
+    configs = {ln.split("|")[2].strip(): ln.split("|")[3].strip() for ln in rows}
+    assert configs["pretrained_faster_rcnn/log.txt"] != configs["log.txt"], configs
