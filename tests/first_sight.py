@@ -1,6 +1,7 @@
 """The first-sight rate: how often rundiff reads right, on first sight, a log folder nobody chose
 for its format (the wild corpus in tests/fixtures/wild/, swept by folder name: runs/, logs/,
-outputs/, results/, experiments/, history*; sweeps D and E, held out: checkpoints/, output/, log/, save/).
+outputs/, results/, experiments/, history*; sweeps D, E and F, held out: checkpoints/, output/, log/, save/,
+result/, records/).
 
 Each tree's `expected.json` was written from the files with the standard library before rundiff
 read them (`tests/fixtures/wild/_scripts/`). A tree is *right* when every check that applies holds:

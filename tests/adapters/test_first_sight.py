@@ -1,8 +1,8 @@
 """The wild corpus read on first sight (tests/first_sight.py; docs/first-sight.md).
 
-88 log trees from public repositories, swept by folder name (runs/, logs/, outputs/, results/,
-experiments/, history*, and held out: checkpoints/, output/, log/, save/) and not chosen by
-format, each with an
+98 log trees from public repositories, swept by folder name (runs/, logs/, outputs/, results/,
+experiments/, history*, and held out: checkpoints/, output/, log/, save/, result/, records/) and not
+chosen by format, each with an
 `expected.json` written with the standard library before rundiff read it. `ls`, `diff` and `rank`
 run over every tree as a user would type them: no traceback, no hang, a one-line error at most,
 inputs unchanged; the share of trees read right stays at least what docs/first-sight.md says, and
