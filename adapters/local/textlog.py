@@ -270,7 +270,8 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         banner = printed = 0
         finer, shared, kinds_said = finer_kind_keys([(s, r) for s, r, _, _ in records], step_key,
                                                     STEP_KEYS)
-        shifts = sessions.shifts()
+        period = sessions.period_shifts(totals.get(step_key)) if step_key else None
+        shifts = period or sessions.shifts()
         phased = _phased_keys(records, phases, step_key)
         places = _place_counters(records, step_key)
         for i, (step, rec, session, stamp) in enumerate(records):
@@ -320,7 +321,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         notes.append(f"{name}: {_some_keys(phased)} written under different phase banners or evaluation headings "
                      f"({', '.join(sorted({ph for ph in phases if ph}))}): kept apart, named by "
                      "the banner (`<phase>/<key>`)")
-    if shifts:
+    if period:
+        notes.append(sessions.describe_period(name, step_key, totals[step_key]))
+    elif shifts:
         notes.append(sessions.describe(name, step_key, shifts))
     return points_frame(steps, keys, values, None, notes, name)
 

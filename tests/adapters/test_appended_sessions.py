@@ -37,3 +37,32 @@ def test_one_session_and_blocks_that_never_count_up_keep_their_steps():
     loss = frame[frame.key == "training_loss"]
     assert loss.step.tolist()[:4] == [20, 18, 16, 30]
     assert not any("sessions appended" in n for n in notes)
+
+
+def _global_steps(path: Path) -> list[tuple[float, float]]:
+    """(iteration, step within it, loss) of ChineseNER's `iteration:3 step:112/1044, NER loss: …`
+    lines, read with the standard library: the global step is (iteration - 1) · 1044 + step."""
+    import re
+
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.search(r"iteration:(\d+) step:(\d+)/(\d+), NER loss:\s*([\d.]+)", line)
+        if m:
+            it, step, total, loss = int(m[1]), int(m[2]), int(m[3]), float(m[4])
+            out.append(((it - 1) * total + step, loss))
+    return out
+
+
+def test_a_step_written_n_of_total_that_starts_again_counts_passes_of_an_outer_loop():
+    """ChineseNER prints the global step modulo the steps of an iteration (`step:56/1044` opens
+    iteration 2): each pass of the outer loop is `total` steps on, so x is the global step — not
+    the previous pass's last step + 1, as for sessions appended by hand."""
+    path = WILD / "mazhanyu007-ner-log" / "tree" / "log" / "train.log"
+    want = _global_steps(path)
+    assert len(want) == 1044 and want[10][0] == 1100  # iteration 2's first line
+    frame, notes = read_text_log(str(path))
+    loss = frame[frame["key"] == "NER_loss"]
+    assert [(float(s), float(v)) for s, v in zip(loss["step"], loss["value"], strict=True)] == \
+        [(float(s), v) for s, v in want]
+    assert any("passes of an outer loop" in n and "N/1044" in n for n in notes)
+    assert not any("sessions appended" in n for n in notes)
