@@ -66,9 +66,10 @@ _LOG_PREFIX = re.compile(
     r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}/\d{4} |\d{8} )?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*"
     r"[:|,-]?\s*)?"
     rf"(?:(?:[A-Za-z_][\w.\\/]*(?:\s+-)?\s+(?={_LEVEL}\b))?"  # `SSD.trainer `, `log\\train.log - `
-    rf"\[?{_LEVEL}\]?(?::[\w.]+)?"
+    rf"\[?{_LEVEL}\]?(?::[\w.]+(?=:))?"  # `INFO:root:` (never `INFO:acc 94.4`: a message)
     r"(?:\s+-\s+[A-Za-z_][\w.]*(?=\s+-\s))?\s*[:|-]?\s*"  # `INFO - __main__ - `
-    r"(?:[\w.]+:[\w.<>]+:\d+\s+-\s+)?)?"  # after a level, loguru's `__main__:<module>:9 - `
+    r"(?:[\w.]+:[\w.<>]+:\d+\s+-\s+)?"  # after a level, loguru's `__main__:<module>:9 - `
+    r"(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+)?)?"  # the message's own stamp
     r"(?:(?:[A-Za-z_][\w.]*:\s+)?-\s+)?")  # `DeepAR.Eval: - ` (a logger's name, then a bullet)
 # The time stamp a logger opens each line with (`2025-04-05 00:03:13,854`, `[12:03:04]`,
 # `12/06/2022 14:01:36`, `[20221127 22:30:55]`)
@@ -97,6 +98,9 @@ _NAMED_COUNTER = re.compile(r"(?:^|(?<=[\s,|]))(?P<name>[A-Za-z][A-Za-z_]*)\s*\[
 # A duration of days before a clock (`eta: 1 day, 5:23:56`: maskrcnn-benchmark's MetricLogger,
 # `str(datetime.timedelta)`), read as the clock it is (`29:23:56`)
 _DAYS = re.compile(r"\b(?P<d>\d+) days?, (?P<h>\d{1,2}):(?P<ms>\d{2}:\d{2})")
+# A duration written in units, hours to seconds (`training time: 0h 17m 24s`, `1h 02m 03s`), read
+# as the clock it is (`0:17:24`): text beside the numbers, never three fields
+_HMS = re.compile(r"(?<![\w.])(?P<h>\d+)h\s+(?P<m>\d{1,2})m\s+(?P<s>\d{1,2})(?:\.\d+)?s\b")
 
 
 def clean_line(line: str) -> str:
@@ -104,7 +108,7 @@ def clean_line(line: str) -> str:
     value tokens in the `key: value` form (texttokens: `NER loss:31.0`, `epoch1/10:`); a
     value written with its spread (`0.50 +/- 0.03`) gives the value and a `<key>_std` field; a
     bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step, and a named
-    one (`Epoch [3/30], …`) the field `Epoch: 3/30`."""
+    one (`Epoch [3/30], …`) the field `Epoch: 3/30`; a duration in units (`0h 17m 24s`) a clock."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     line = rewrite_tokens(_LOG_PREFIX.sub("", line, count=1))
@@ -112,6 +116,8 @@ def clean_line(line: str) -> str:
         line = _BRACKET_STEP.sub(_bracket_step, line, count=1)
     if "[" in line:
         line = _NAMED_COUNTER.sub(_named_counter, line)
+    if "h " in line:
+        line = _HMS.sub(lambda m: f"{m['h']}:{int(m['m']):02d}:{int(m['s']):02d}", line)
     if " day" in line:
         line = _DAYS.sub(lambda m: f"{int(m['d']) * 24 + int(m['h'])}:{m['ms']}", line)
     if "+/-" in line or "±" in line or "+-" in line:

@@ -56,6 +56,7 @@ from .textgrammar import (
 )
 from .textkinds import finer_kind_keys
 from .textsessions import Sessions
+from .textsummaries import is_heading, summary_kind_keys
 
 HEAD_BYTES = 16 << 10
 TAIL_BYTES = 16 << 10
@@ -274,6 +275,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
         shifts = period or sessions.shifts()
         phased = _phased_keys(records, phases, step_key)
         places = _place_counters(records, step_key)
+        summary, summed, summary_said = summary_kind_keys([(s, r) for s, r, _, _ in records],
+                                                          step_key, STEP_KEYS)
+        headings = 0
         for i, (step, rec, session, stamp) in enumerate(records):
             if shifts:
                 step += shifts[session]
@@ -282,6 +286,9 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                 printed += 1
                 continue
             if step_key not in sig:
+                if is_heading(sig, step_key, STEP_KEYS):
+                    headings += 1  # `epoch: 3` above the epoch's records: where, not a metric
+                    continue
                 if stepless[sig] < 2:
                     banner += 1
                     continue
@@ -292,6 +299,7 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                     continue
                 steps.append(step)
                 keys.append(f"{counter}/{k}" if counter and k in shared else
+                            f"{summary[i]}/{k}" if i in summary and k in summed else
                             f"{phases[i]}/{k}" if k in phased else k)
                 values.append(v)
     notes = [f"{name} read as a {grammar.describe()}; {total_lines} lines, {len(values)} points, "
@@ -317,6 +325,11 @@ def read_text_log(path: str, grammar: Grammar | None = None, lines: list[str] | 
                      "(where a record was written, not a measurement): not read as metrics")
     if kinds_said:
         notes.append(f"{name}: {kinds_said}")
+    if summary_said:
+        notes.append(f"{name}: {summary_said}")
+    if headings:
+        notes.append(f"{name}: {headings} line(s) holding a counter alone (a heading such as "
+                     "`epoch: 3`) not read as metrics")
     if phased:
         notes.append(f"{name}: {_some_keys(phased)} written under different phase banners or evaluation headings "
                      f"({', '.join(sorted({ph for ph in phases if ph}))}): kept apart, named by "
