@@ -276,8 +276,11 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
     names them; its first column is its step when it counts (`counters.counts_up`: `0, 1, 2, …`,
     back to its start where a launch was appended). A whole file of two such rows is a table too
     when its first column counts and the rest hold a measured (fractional) value: `0<TAB>5.12`,
-    `1<TAB>4.78`, an epoch and its loss — two bare lines of whole numbers are not."""
+    `1<TAB>4.78`, an epoch and its loss — two bare lines of whole numbers are not. Rows written
+    as lists, every line one (`[0, 0, 0.8556, 0.4167]`: a script's `str([epoch, batch, loss,
+    acc])`), are such a table inside the brackets."""
     from .counters import counts_up, is_fraction
+    from .sniff import unbracket
 
     try:
         text = head.decode("utf-8")
@@ -289,6 +292,9 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
     lines = lines[:41]
     if len(lines) < 2 or len(lines) == 2 and not complete:
         return None
+    bracketed = all(ln.strip().startswith("[") and ln.strip().endswith("]") for ln in lines)
+    if bracketed:
+        lines = [unbracket(ln) for ln in lines]
     for delim in ("\t", ",", ";", "ws"):
         rows = [ln.split() if delim == "ws" else [c.strip() for c in ln.strip().split(delim)]
                 for ln in lines]
@@ -302,7 +308,8 @@ def headerless_table(head: bytes, complete: bool) -> Sniff | None:
         if len(rows) < 3 and not (counting and any(is_fraction(c) for r in rows for c in r[1:])):
             continue
         return Sniff(delim, header=[f"col{i}" for i in range(1, width + 1)],
-                     step="col1" if counting else None, rows_seen=len(rows), headerless=True)
+                     step="col1" if counting else None, rows_seen=len(rows), headerless=True,
+                     bracketed=bracketed)
     return None
 
 

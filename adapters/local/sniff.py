@@ -79,20 +79,22 @@ class Sniff(rundiff_core.PlainRecord):
     equality, unhashable): a sniff builds one per file, and creating the dataclass cost `detect`
     more than all of its uses."""
 
-    __match_args__ = ("kind", "header", "comments", "step", "rows_seen", "headerless")
+    __match_args__ = ("kind", "header", "comments", "step", "rows_seen", "headerless", "bracketed")
 
     def __init__(self, kind: str, header: list[str] = _NEW, comments: list[str] = _NEW,
-                 step: str | None = None, rows_seen: int = 0, headerless: bool = False) -> None:
+                 step: str | None = None, rows_seen: int = 0, headerless: bool = False,
+                 bracketed: bool = False) -> None:
         self.kind = kind
         self.header: list[str] = [] if header is _NEW else header
         self.comments: list[str] = [] if comments is _NEW else comments
         self.step = step
         self.rows_seen = rows_seen
         self.headerless = headerless  # `header` names the columns; the file has no header line
+        self.bracketed = bracketed  # each row is written as a list: `[0, 1, 0.85, 0.41]`
 
     @property
     def described(self) -> str:
-        return KINDS[self.kind]
+        return KINDS[self.kind] + (" (each row written as a list, `[…]`)" if self.bracketed else "")
 
 
 def read_head(path: str, n: int = SNIFF_BYTES) -> bytes:
@@ -185,6 +187,13 @@ def sniff_table(path: str, head: bytes | None = None) -> Sniff | None:
     return None
 
 
+def unbracket(line: str) -> str:
+    """A row written as a list (`[0, 1, 0.85, 0.41]`: Python's `str(list)`, JSON's array) without
+    its brackets; any other line as it is."""
+    inner = line.strip()
+    return inner[1:-1] if inner.startswith("[") and inner.endswith("]") else line
+
+
 def _split(line: str, delim: str) -> list[str]:
     if delim == "ws":
         return line.split()
@@ -263,7 +272,7 @@ def read_columns(path: str, sniff: Sniff, *, bad_share: float | None = None,
     try:
         st = os.stat(path)
         stamp = (path, st.st_size, st.st_mtime_ns, sniff.kind, tuple(sniff.header),
-                 sniff.headerless, len(sniff.comments), share, whole_lines)
+                 sniff.headerless, sniff.bracketed, len(sniff.comments), share, whole_lines)
     except OSError:
         stamp = None
     hit = _RECENT.get(stamp) if stamp else None
@@ -598,6 +607,8 @@ def _read_lines(path: str, sniff: Sniff, notes: list[str], share: float, whole_l
         raw = lines[i].rstrip("\r")
         if not raw.strip():
             continue
+        if sniff.bracketed:
+            raw = unbracket(raw)
         row = _split(raw, sniff.kind) if '"' in raw or ws else raw.split(sniff.kind)
         if ws and 0 < len(row) < width:
             row += [""] * (width - len(row))

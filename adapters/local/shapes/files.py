@@ -33,6 +33,7 @@ from ..sniff import (
     read_table,
     sniff_table,
 )
+from .bare_tables import bare_table_runs
 from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
 from .owned_events import events_folder
 
@@ -167,6 +168,7 @@ def sniff_files(folder: str, files: list[str], unread: dict[str, str] | None = N
                                    f"over its own x (`{sniff.header[0]}`) beside "
                                    f"{os.path.basename(texts[0].path)}'s steps: a run of its own",
                                    {path: sniff}))
+    apart += bare_table_runs(table)  # two dumps of one script's bare rows: a run each
     if len(columns) == 1 and (stepped_text or any(isinstance(s, Sniff) and s.step
                                                   for s in table.sniffs.values())):
         # one file of per-epoch lists beside the run's history (`history.json` by `log.csv`, the
