@@ -130,5 +130,5 @@ def _companion_frame(run_dir: str, notes: list[str]) -> tuple[Any, list[str], st
         source.close()  # type: ignore[attr-defined]
     if not len(frame):
         return None
-    path = ref.address.split(":", 1)[1].split("#")[0]  # type: ignore[attr-defined]
+    path = read[0] if len(read) == 1 else ref.address.split(":", 1)[1].split("#")[0]  # type: ignore[attr-defined]
     return frame, read, os.path.splitext(os.path.basename(path))[0]
