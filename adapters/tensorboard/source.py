@@ -127,7 +127,12 @@ class TensorBoardSource(BaseSource):
         if path not in self._data:
             files = [path] if os.path.isfile(path) else event_files(path)
             root = os.path.dirname(path) if os.path.isfile(path) else path
-            self._data[path] = read_run(files, purge=self.purge, root=root)
+            data = read_run(files, purge=self.purge, root=root)
+            if not os.path.isfile(path):  # a run folder: the logs beside its events are its own
+                from .companions import with_companions
+
+                data = with_companions(data, path)
+            self._data[path] = data
         return self._data[path]
 
     # -- the protocol ------------------------------------------------------------------------

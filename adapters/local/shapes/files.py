@@ -35,7 +35,7 @@ from ..sniff import (
 )
 from .bare_tables import bare_table_runs
 from .file_groups import is_prefix_run, prefix_groups, prefix_run_path, stage_folders
-from .owned_events import events_folder
+from .owned_events import beside_events, events_folder
 
 RESULT_PATTERNS = ("*results*.json", "eval*.csv", "metrics.csv", "*.metrics.csv")
 METADATA_WORDS = ("meta", "metadata")
@@ -745,7 +745,10 @@ def meta(spec: LayoutRun) -> Meta:
                                  f"`rundiff ls local:{path}` reads it alone")
             continue
         if isinstance(sniff, Sniff):
-            if (row := one_row(path, sniff)) is not None:
+            if beside_events(path) and one_row(path, sniff) is not None:
+                out.notes.append(f"{base} (one row beside TensorBoard event files: the trainer's "
+                                 "log after one epoch) → history")
+            elif (row := one_row(path, sniff)) is not None:
                 stem = os.path.splitext(base)[0]
                 if is_prefix_run(spec.path):  # `<prefix>.tunedModel_CV_Summary` → its part
                     stem = stem[len(os.path.basename(spec.path)) - 1:].lstrip("._") or stem
@@ -806,7 +809,7 @@ def history(spec: LayoutRun) -> tuple[pd.DataFrame, list[str]]:
             frame, more = column_lists.history(LayoutRun(path, "column-lists", [path], "",
                                                          {path: sniff}))
         elif isinstance(sniff, Sniff):
-            if one_row(path, sniff) is not None:
+            if one_row(path, sniff) is not None and not beside_events(path):
                 continue
             frame, more = read_table(path, sniff, rows=(spec.sniffs.get("rows") or {}).get(path))
         elif path.lower().endswith(".json"):

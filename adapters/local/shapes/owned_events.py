@@ -60,3 +60,15 @@ def events_history(run: LayoutRun) -> tuple[list[pd.DataFrame], list[str]]:
         notes.append(f"{len(empty)} events file(s) hold no scalars (a launch that logged none): "
                      + ", ".join(empty[:3]) + (" …" if len(empty) > 3 else ""))
     return frames, notes
+
+
+def beside_events(path: str) -> bool:
+    """`path` sits in a folder that directly holds TensorBoard event files: a training run's
+    folder, written while it trained. A one-row table there is the trainer's per-epoch log after
+    its first epoch (MixMatch-pytorch's `log.txt` beside its tensorboardX files, the same
+    quantities the events hold at that step), a history of one point, not a final-eval file."""
+    try:
+        return any(is_events_file(e.name) and e.is_file()
+                   for e in os.scandir(os.path.dirname(path) or "."))
+    except OSError:
+        return False
