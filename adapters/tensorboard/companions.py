@@ -21,11 +21,21 @@ from . import is_event_file
 from .reader import RunData
 
 
+#: Files beside event files that are never a log: the run's config (read by source._run_config),
+#: weights, images. A folder holding only these needs no look by the local reader (which loads
+#: pandas: `ls` of a plain TensorBoard folder must not).
+NEVER_LOGS = (".yaml", ".yml", ".toml", ".ini", ".cfg", ".pt", ".pth", ".ckpt", ".bin",
+              ".safetensors", ".pkl", ".npy", ".npz", ".h5", ".png", ".jpg", ".jpeg", ".gif",
+              ".pb", ".onnx", ".md")
+
+
 def _beside(run_dir: str) -> list[str]:
-    """The folder's other files (not event files, not hidden): none means nothing to read."""
+    """The folder's other files that may be a log (not event files, not hidden, not a config,
+    weights or an image): none means nothing to read."""
     try:
         return sorted(e.name for e in os.scandir(run_dir)
-                      if e.is_file() and not e.name.startswith(".") and not is_event_file(e.name))
+                      if e.is_file() and not e.name.startswith(".") and not is_event_file(e.name)
+                      and not e.name.lower().endswith(NEVER_LOGS) and e.name != "LICENSE")
     except OSError:
         return []
 

@@ -331,7 +331,8 @@ def _written_out_classes() -> list[tuple[type, bool, list[tuple[str, object]], t
         (Found, False, [("exports", []), ("legacy", []), ("scale", []), ("skipped", [])], (),
          {"legacy": ["x"]}),
         (Sniff, False, [("kind", MISSING), ("header", []), ("comments", []), ("step", None),
-                        ("rows_seen", 0), ("headerless", False)], ("jsonl",), {"header": ["step", "loss"], "step": "step"}),
+                        ("rows_seen", 0), ("headerless", False), ("bracketed", False)], ("jsonl",),
+         {"header": ["step", "loss"], "step": "step"}),
     ]
 
 

@@ -22,6 +22,10 @@ from ..sniff import Sniff, launches, read_columns
 def bare_table_runs(table: LayoutRun) -> list[LayoutRun]:
     """The header-less tables of `table` (the folder's run) as runs of their own, taken out of
     it, when there are two or more and all have one width; else []."""
+    from ..detecting import DETECTING
+
+    if DETECTING.get():
+        return []  # detection reads heads only; the listing reads the tables and splits them
     bare = [(p, s) for p, s in table.sniffs.items() if isinstance(s, Sniff) and s.headerless]
     if len(bare) < 2 or len({len(s.header) for _, s in bare}) != 1 or _aligned(bare) or any(
             launches(p, s) for p, s in bare):
