@@ -20,7 +20,6 @@ import numpy as np
 from . import is_event_file
 from .reader import RunData
 
-
 #: Files beside event files that are never a log: the run's config (read by source._run_config),
 #: weights, images. A folder holding only these needs no look by the local reader (which loads
 #: pandas: `ls` of a plain TensorBoard folder must not).
