@@ -474,7 +474,6 @@ def _arrow_columns(table: Any, labels: bool = False, share: float = MAX_BAD_SHAR
             words = sum(1 for v in head if not is_number(v))
             if words and (words > max(2, share * len(head)) or words == len(head)):  # text (a
                 # damaged cell or two in a numeric column is read below, cell by cell)
-                # two in a numeric one is read below, cell by cell)
                 text.append(name)  # pyarrow saw text: a failed cast of the whole column is slow
                 if labels and _is_split_name(name):
                     kept[str(name)] = col.to_pylist()
@@ -533,7 +532,6 @@ def _arrow_columns(table: Any, labels: bool = False, share: float = MAX_BAD_SHAR
     from .columns import Columns
 
     return Columns(names, values, valid, text, table.num_rows, kept, bad, cells=cells_bad)
-
 
 
 def _names(names: list[str]) -> list[str]:

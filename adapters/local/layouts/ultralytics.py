@@ -326,14 +326,15 @@ def read_epochs(path: str) -> tuple[pd.DataFrame, Columns | None, bool, list[str
     (stripped), the reader's notes, to_long's notes but its first, which the layout words).
     x = the `epoch` column when there is one."""
     name = os.path.basename(path)
-    sniff = sniff_table(path)
+    head = read_head(path)
+    sniff = sniff_table(path, head)
     if sniff is None:
         what = "empty" if not os.path.getsize(path) else "header only, or not a CSV table"
         return rundiff_core.empty_history(), None, False, [f"{name}: no epoch rows ({what}); no "
                                                            "history"], []
     cols, notes = read_columns(path, sniff)
     stripped = [str(n).strip() for n in cols.names]
-    header = read_head(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    header = head.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")  # as written
     sep = sniff.kind if sniff.kind in ("\t", ",", ";") else ","
     padded = any(c != c.strip() for c in header.split(sep)) if header else False
     cols.names, cols.text = stripped, [str(t).strip() for t in cols.text]
