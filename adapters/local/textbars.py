@@ -17,12 +17,13 @@ import re
 
 from .lazy import pd
 from .sniff import points_frame
+from .textframeworks import log_lines
+from .textgrammar import ANSI
 
 #: The right part of a tqdm bar, `[| ]n/total [elapsed<remaining, rate, k=v, …]` at the line's end
 #: (`n` alone when the total is unknown); `post` is the postfix after the rate
 _BAR = re.compile(r"(?:\d{1,3}%\|[^|]*\|\s*)?\d+(?:\.\d+)?[kMG]?(?:/\d+(?:\.\d+)?[kMG]?)?\s*"
                   r"\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it|s)/(?:s|it)\s*(?P<post>(?:,[^\]]*)?)\]\s*$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][\w./\-]*)=(?P<val>\S+)\s*$")
 
 X_NAME = "update"
@@ -32,7 +33,7 @@ def postfix(line: str) -> tuple[str, list[tuple[str, float]]] | None:
     """(the postfix as written, its numeric `key=value` items) of a tqdm bar, or None when the
     line is no bar or its postfix holds no number."""
     if "\x1b" in line:  # a coloured value (`Loss=\x1b[33m0.042\x1b[0m`)
-        line = _ANSI.sub("", line)
+        line = ANSI.sub("", line)
     m = _BAR.search(line)
     if m is None or not m["post"].strip(", "):
         return None
@@ -74,7 +75,7 @@ def read_bars(path: str, name: str, describe: str, lines: list[str] | None = Non
     total = frames = updates = 0
     last: str | None = None
     text_items: set[str] = set()
-    for line in _lines(path, lines):
+    for line in log_lines(path, lines):
         total += 1
         got = postfix(line)
         if got is None:
@@ -104,11 +105,3 @@ def _number(text: str) -> float | None:
     except ValueError:
         return None
 
-
-def _lines(path: str, given: list[str] | None):  # noqa: ANN202 - yields str
-    """The file's lines (text mode splits at \\n, \\r\\n and \\r alike: each redraw a line)."""
-    if given is not None:
-        yield from given
-        return
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        yield from fh

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from .textblocks import conll_fields
 from .textphrases import kind_word, phrase_field
-from .texttokens import rewrite_tokens
+from .texttokens import RATE_UNIT, rewrite_tokens
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "s", "epoch", "steps", "update",
              "n_iter", "batch", "timestep", "timesteps", "total_timesteps")
@@ -60,7 +60,7 @@ class Record:
 # writes it (`%(asctime)s - %(name)s - %(levelname)s - %(message)s`; a name may be a file's path,
 # `log\train.log - INFO - `), and loguru's default format (`{time} | {level: <8} | {name}:
 # {function}:{line} - {message}`: `| INFO     | __main__:<module>:9 - `).
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # a terminal colour
 _LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|SUCCESS|TRACE)"
 _LOG_PREFIX = re.compile(
     r"^\s*(?:\[?(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}/\d{2}/\d{4} |\d{8} )?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*"
@@ -110,7 +110,7 @@ def clean_line(line: str) -> str:
     bracketed counter before the fields (`[01/20] …`, `[Epoch 3/30] …`) is their step, and a named
     one (`Epoch [3/30], …`) the field `Epoch: 3/30`; a duration in units (`0h 17m 24s`) a clock."""
     if "\x1b" in line:
-        line = _ANSI.sub("", line)
+        line = ANSI.sub("", line)
     line = rewrite_tokens(_LOG_PREFIX.sub("", line, count=1))
     if line.lstrip().startswith("["):
         line = _BRACKET_STEP.sub(_bracket_step, line, count=1)
@@ -299,7 +299,7 @@ _CLOCK = re.compile(r"^(?:[A-Za-z_][\w.\-]*:)?\d+:\d{2}:\d{2}(?:\.\d+)?[,;]?$")
 #: A unit word printed after a value (`time: 1.5 m`), not the first word of the next key
 _TIME_UNITS = {"m", "min", "mins", "s", "sec", "secs", "ms", "h", "hrs"}
 #: A rate printed after a value (`Speed: 4050.26 samples/sec`, `17.6 data/s`, `tok/s`)
-_RATE_UNIT = re.compile(r"^[A-Za-z]+/(?:s|sec|second|it|iter|step|batch|epoch)$")
+_RATE_UNIT = re.compile(rf"^{RATE_UNIT}$")
 
 
 def _is_unit(word: str) -> bool:

@@ -115,7 +115,7 @@ def sniff_text(path: str, lines: list[str] | None = None) -> Grammar | None:
     file: a Markdown code block), or None when it is not one. A file none of the record grammars
     reads may hold its numbers in a tqdm bar's postfix (textbars), tried last."""
     lines = _sample(path) if lines is None else lines
-    grammar = _sniff_records(path, lines)
+    grammar = _sniff_records(lines)
     if grammar is None and lines:
         from .textbars import X_NAME, sniff_bars
 
@@ -125,8 +125,7 @@ def sniff_text(path: str, lines: list[str] | None = None) -> Grammar | None:
     return grammar
 
 
-def _sniff_records(path: str, lines: list[str] | None) -> Grammar | None:
-    lines = _sample(path) if lines is None else lines
+def _sniff_records(lines: list[str] | None) -> Grammar | None:
     if not lines:
         return None
     nonblank = [ln for ln in lines if ln.strip()]
@@ -449,6 +448,6 @@ def _read_tqdm_postfix(path: str, name: str, grammar: Grammar, given: list[str] 
     return read_bars(path, name, grammar.describe(), given)
 
 
-_READERS = {"tqdm-postfix": _read_tqdm_postfix, "counted": _read_counted, "torchtune-tqdm": read_torchtune_tqdm, "hf-dict": read_hf_dicts,
-            "fairseq": read_fairseq}
+_READERS = {"tqdm-postfix": _read_tqdm_postfix, "counted": _read_counted,
+            "torchtune-tqdm": read_torchtune_tqdm, "hf-dict": read_hf_dicts, "fairseq": read_fairseq}
 

@@ -17,13 +17,16 @@ from __future__ import annotations
 import re
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: a rate printed as a unit (`samples/sec`, `ms/batch`, `tok/s`): textgrammar reads one after a
+#: value as its unit
+RATE_UNIT = r"[A-Za-z]+/(?:s|sec|second|it|iter|step|batch|epoch)"
 #: words before a glued `key:number` (each a key's word, nothing else on the way)
 _GLUED_AFTER_WORDS = re.compile(rf"(?P<words>(?:(?<![\w:=.])[A-Za-z_][\w\-]*\s+)+)"
                                 rf"(?P<key>[A-Za-z_][\w./\-]*):(?P<val>{_NUM}(?:/\d+)?%?)(?=[,;]?(?:\s|$))")
 _STEP_NAMES = ("epoch", "step", "iter", "iteration", "batch")
 _GLUED_COUNT = re.compile(r"(?<!\S)(?P<name>[A-Za-z]+)(?P<i>\d+)/(?P<n>\d+):?(?=\s|$)")
 _UNIT_NAMED = re.compile(rf"(?:\s[-=~]{{2,}}|\|)\s*(?P<v>{_NUM})\s+"
-                         r"(?P<u>[A-Za-z]+/(?:s|sec|second|it|iter|step|batch|epoch))\s*(?=[|,;]|$)")
+                         rf"(?P<u>{RATE_UNIT})\s*(?=[|,;]|$)")
 _COPULA = re.compile(r"(?<=[\w\])])\s+(?:is|are|was|were)\s*[:=]?\s+(?=[-+]?(?:\d|\.\d))")
 
 
