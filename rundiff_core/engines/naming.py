@@ -19,7 +19,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -269,25 +269,30 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def value_ends(values: Iterable[Any]) -> tuple[Any, ...]:
+    """The values whose texts sort first and last: all `short_value` needs of the other runs'
+    values for a key (a text's earliest difference from any of a sorted set is from one of its
+    ends), so a table of n runs cuts each value against two texts, not n."""
+    texts = {_value_text(v): v for v in values}
+    return (texts[min(texts)], texts[max(texts)]) if texts else ()
+
+
 def short_value(value: Any, among: Sequence[Any] = ()) -> str:
     """A parameter value as a label shows it: `0.001`, `adamw`, `[256, 256]`, long ones cut. With
-    the values `among` the other runs hold for the key, a long value is cut around where it first
-    differs from them (`…filtered_wth_attri…` against `…filtered_with_attri…`): a cut that keeps
-    only the shared start would label every run alike."""
+    the values `among` the other runs hold for the key (or only their `value_ends`), a long value
+    is cut around where it first differs from them (`…filtered_wth_attri…` against
+    `…filtered_with_attri…`): a cut that keeps only the shared start would label every run
+    alike."""
     text = _value_text(value)
     if len(text) <= VALUE_MAX:
         return text
     others = [t for t in (_value_text(v) for v in among) if t != text]
-    at = min((_first_difference(text, t) for t in others), default=0)
+    at = min((len(os.path.commonprefix([text, t])) for t in others), default=0)
     if at < VALUE_MAX - 1:
         return fit(text, VALUE_MAX, keep_end=False)
     start = min(at - VALUE_MAX // 3, len(text) - (VALUE_MAX - 1))
     window = text[start + 1: start + VALUE_MAX - 1]
     return f"…{window}…" if start + VALUE_MAX - 1 < len(text) else f"…{text[start + 1:]}"
-
-
-def _first_difference(a: str, b: str) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def distinguishing_keys(configs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -328,12 +333,13 @@ def _leaf_name(key: str) -> str:
 
 
 def params_text(config: Mapping[str, Any], keys: Sequence[str],
-                others: Sequence[Mapping[str, Any]] = ()) -> str:
+                ends: Mapping[str, Sequence[Any]] | None = None) -> str:
     """`lr=0.001, layers=4` for the keys this config sets (an unset key is left out, never
-    `key=(absent)`); a long value is cut where it differs from the `others`' values."""
+    `key=(absent)`); a long value is cut where it differs from the runs' values (`ends`: each
+    key's `value_ends`)."""
     leaves = Counter(_leaf_name(k) for k in keys)
     parts = [f"{_leaf_name(k) if leaves[_leaf_name(k)] == 1 else k}="
-             f"{short_value(config[k], [o[k] for o in others if k in o])}"
+             f"{short_value(config[k], (ends or {}).get(k, ()))}"
              for k in keys if k in config]
     return ", ".join(parts)
 
@@ -364,8 +370,9 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
     are the arms' parameters (`arms.arm_config`), or their whole configs under `--group-by`."""
     name_runs([r for a in arms for r in a.seeds])
     keys = list(group_by) or (separating_keys(configs) if len(arms) > 1 else [])
+    ends = {k: value_ends(c[k] for c in configs if k in c) for k in keys}
     for arm, cfg in zip(arms, configs, strict=True):
-        arm.differs = params_text(cfg, keys, configs)
+        arm.differs = params_text(cfg, keys, ends)
     located = [p for a in arms for r in a.seeds if (p := run_place(r)) is not None]
     cut = _common_prefix(located) if len(located) > 1 else 0
     labels: list[str] = []
@@ -388,4 +395,4 @@ def name_arms(arms: Sequence[Any], configs: Sequence[Mapping[str, Any]],
 
 __all__ = ["LABEL_MAX_KEYS", "NAME_MAX", "distinguishing_keys", "fit", "found_in", "name_arms",
            "members_label", "name_runs", "named_by_path", "natural_key", "params_text", "place",
-           "run_names", "run_place", "separating_keys", "short_value"]
+           "run_names", "run_place", "separating_keys", "short_value", "value_ends"]

@@ -22,7 +22,7 @@ from ..errors import RundiffError
 from ..model import Run
 from .arms import arm_config
 from .jsonable import jsonable
-from .naming import distinguishing_keys, run_names, short_value
+from .naming import distinguishing_keys, run_names, short_value, value_ends
 from .runset import choose_metrics
 from .watch import ENDED, check_run, human_age
 
@@ -119,10 +119,10 @@ def run_table(runs: Sequence[Run], *, now: float, stale_after: float,
     headline, rule = _headline([r for r in runs if r.address in states])
     configs = [arm_config(r) for r in runs]
     differing = distinguishing_keys(configs) if len(runs) > 1 else []
+    ends = {k: value_ends(c[k] for c in configs if k in c) for k in differing}
     table = RunTable(headline, rule, differing)
     for run, label, config in zip(runs, labels, configs, strict=True):
-        params = {k: short_value(config[k], [c[k] for c in configs if k in c])
-                  for k in differing if k in config}
+        params = {k: short_value(config[k], ends[k]) for k in differing if k in config}
         st = states.get(run.address)
         if st is None:
             table.runs.append(RunColumns(run.address, label, None, None, None, False, [], None,
