@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from rundiff_core.resolve import load_runs
-from rundiff_core.testing import hash_tree
+from readback import read_one as _run
+from readback import values as _values
 
 TESTS = Path(__file__).resolve().parents[1]
 WILD = TESTS / "fixtures" / "wild"
@@ -41,17 +40,6 @@ BANNERS = {
 
 def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
-
-
-def _run(path: Path):  # noqa: ANN202 - a rundiff Run
-    before = hash_tree(str(path.parent))
-    (run,) = load_runs(f"local:{path}")
-    assert hash_tree(str(path.parent)) == before  # read, never written
-    return run
-
-
-def _values(run, key: str) -> list[float]:  # noqa: ANN001
-    return [float(v) for v in run.history([key]).value]
 
 
 def _steps(run, key: str) -> list[float]:  # noqa: ANN001

@@ -12,11 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
+from readback import read_one as _run
+from readback import values as _values
 from rundiff_adapters.local.textgrammar import clean_line, parse_line
 from rundiff_adapters.local.textlog import read_text_log, sniff_text
-
-from rundiff_core.resolve import load_runs
-from rundiff_core.testing import hash_tree
 
 TESTS = Path(__file__).resolve().parents[1]
 WILD = TESTS / "fixtures" / "wild"
@@ -34,17 +33,6 @@ BARS = {
     "partialunet": WILD / "iloveu3d-partialunet-log" / "tree" / "log" / "train.log",
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _run(path: Path):  # noqa: ANN202 - a rundiff Run
-    before = hash_tree(str(path.parent))
-    (run,) = load_runs(f"local:{path}")
-    assert hash_tree(str(path.parent)) == before  # read, never written
-    return run
-
-
-def _values(run, key: str) -> list[float]:  # noqa: ANN001
-    return [float(v) for v in run.history([key]).value]
 
 
 # -- log prefixes -----------------------------------------------------------------------------------
